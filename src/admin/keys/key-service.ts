@@ -1,0 +1,215 @@
+import { usdToNanos } from '../../billing/money.js';
+import { earliestWindowDay, utcDay } from '../../billing/usage-windows.js';
+import { AppError, invalidRequest, notFound } from '../../errors/app-error.js';
+import type { Clock } from '../../platform/clock.js';
+import { hashApiKey, maskApiKey, newApiKeySecret } from '../../platform/ids.js';
+import type { WorkspaceRepository } from '../workspaces/workspace-repository.js';
+import type { KeyCache } from './key-cache.js';
+import { type KeyRecord, keySpend, toKeyRecord } from './key-record.js';
+import type { KeyRepository, KeyRow } from './key-repository.js';
+
+export type LimitReset = 'daily' | 'weekly' | 'monthly';
+
+export interface CreateKeyInput {
+  name: string;
+  limit?: number | null;
+  limit_reset?: LimitReset | null;
+  include_byok_in_limit?: boolean;
+  expires_at?: string | null;
+  creator_user_id?: string | null;
+  workspace_id?: string;
+}
+
+export interface UpdateKeyInput {
+  name?: string;
+  disabled?: boolean;
+  limit?: number | null;
+  limit_reset?: LimitReset | null;
+  include_byok_in_limit?: boolean;
+}
+
+export const KEYS_PAGE_SIZE = 100;
+
+const utcDateTime = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?(Z|\+00:00)$/i;
+
+/** `expires_at` must be a real instant written in UTC and lie in the future. */
+function parseExpiry(value: string, now: Date): string {
+  if (!utcDateTime.test(value)) {
+    throw invalidRequest(
+      'Invalid request parameters: body.expires_at must be an ISO 8601 date-time with seconds in UTC (ending in Z or +00:00)',
+    );
+  }
+  const at = new Date(value);
+  if (Number.isNaN(at.getTime()))
+    throw invalidRequest('Invalid request parameters: body.expires_at is not a valid date');
+  if (at.getTime() <= now.getTime())
+    throw invalidRequest('Invalid request parameters: body.expires_at must be in the future');
+  return at.toISOString();
+}
+
+/** API keys: creation, listing, updates, and the views of spec 2.3 and `GET /key`. */
+export function createKeyService(options: {
+  keys: KeyRepository;
+  workspaces: WorkspaceRepository;
+  cache: KeyCache;
+  clock: Clock;
+}) {
+  const { keys, workspaces, cache, clock } = options;
+
+  async function resolveWorkspace(id: string | undefined, field: string): Promise<string> {
+    if (id === undefined) {
+      const fallback = await workspaces.findDefault();
+      if (!fallback) throw new AppError('server', 'The default workspace is missing');
+      return fallback.id;
+    }
+    const found = await workspaces.findById(id);
+    if (!found) throw invalidRequest(`Invalid request parameters: ${field} names no existing workspace`);
+    return found.id;
+  }
+
+  async function recordOf(row: KeyRow): Promise<KeyRecord> {
+    const now = clock.now();
+    const usage = (await keys.usageFor([row.hash], earliestWindowDay(now))).get(row.hash);
+    return toKeyRecord(row, usage ?? { lifetime: { usage: 0, byok: 0 }, days: [] }, now);
+  }
+
+  async function insertKey(input: CreateKeyInput & { management: boolean; secret?: string }) {
+    const now = clock.now();
+    const workspaceId = await resolveWorkspace(input.workspace_id, 'body.workspace_id');
+    const secret = input.secret ?? newApiKeySecret();
+    const row: KeyRow = {
+      hash: hashApiKey(secret),
+      name: input.name,
+      label: maskApiKey(secret),
+      is_management: input.management ? 1 : 0,
+      disabled: 0,
+      limit_nanos: input.limit === undefined || input.limit === null ? null : usdToNanos(input.limit),
+      limit_reset: input.limit_reset ?? null,
+      include_byok_in_limit: input.include_byok_in_limit ? 1 : 0,
+      expires_at: input.expires_at ? parseExpiry(input.expires_at, now) : null,
+      creator_user_id: input.creator_user_id ?? null,
+      workspace_id: workspaceId,
+      created_at: now.toISOString(),
+      updated_at: null,
+    };
+    await keys.insert(row);
+    // A lookup of this hash may have been remembered as "unknown"; forget it everywhere.
+    await cache.invalidate(row.hash);
+    return { data: toKeyRecord(row, { lifetime: { usage: 0, byok: 0 }, days: [] }, now), key: secret };
+  }
+
+  return {
+    create: (input: CreateKeyInput) => insertKey({ ...input, management: false }),
+
+    createManagementKey: (input: CreateKeyInput) => insertKey({ ...input, management: true }),
+
+    /** Registers the configured bootstrap secret as a management key unless it is already known. */
+    async ensureBootstrapKey(secret: string): Promise<boolean> {
+      if (await keys.findByHash(hashApiKey(secret))) return false;
+      await insertKey({ name: 'bootstrap', management: true, secret });
+      return true;
+    },
+
+    async list(query: {
+      workspace_id?: string;
+      include_disabled: boolean;
+      offset: number;
+    }): Promise<KeyRecord[]> {
+      const workspaceId = await resolveWorkspace(query.workspace_id, 'querystring.workspace_id');
+      const rows = await keys.list({
+        workspaceId,
+        includeDisabled: query.include_disabled,
+        offset: query.offset,
+        limit: KEYS_PAGE_SIZE,
+      });
+      const now = clock.now();
+      const usage = await keys.usageFor(
+        rows.map((row) => row.hash),
+        earliestWindowDay(now),
+      );
+      return rows.map((row) =>
+        toKeyRecord(row, usage.get(row.hash) ?? { lifetime: { usage: 0, byok: 0 }, days: [] }, now),
+      );
+    },
+
+    async listAll(): Promise<Array<KeyRecord & { is_management_key: boolean }>> {
+      const rows = await keys.listAll();
+      return Promise.all(
+        rows.map(async (row) => ({ ...(await recordOf(row)), is_management_key: row.is_management === 1 })),
+      );
+    },
+
+    async get(hash: string): Promise<KeyRecord> {
+      const row = await keys.findByHash(hash);
+      if (!row) throw notFound('API key not found');
+      return recordOf(row);
+    },
+
+    async update(hash: string, input: UpdateKeyInput): Promise<KeyRecord> {
+      const changes: Partial<KeyRow> = { updated_at: clock.now().toISOString() };
+      if (input.name !== undefined) changes.name = input.name;
+      if (input.disabled !== undefined) changes.disabled = input.disabled ? 1 : 0;
+      if (input.limit !== undefined)
+        changes.limit_nanos = input.limit === null ? null : usdToNanos(input.limit);
+      if (input.limit_reset !== undefined) changes.limit_reset = input.limit_reset;
+      if (input.include_byok_in_limit !== undefined)
+        changes.include_byok_in_limit = input.include_byok_in_limit ? 1 : 0;
+      const row = await keys.update(hash, changes);
+      if (!row) throw notFound('API key not found');
+      await cache.invalidate(hash);
+      return recordOf(row);
+    },
+
+    async delete(hash: string): Promise<void> {
+      if (!(await keys.delete(hash))) throw notFound('API key not found');
+      await cache.invalidate(hash);
+    },
+
+    /** Adds spend to a key (generations call this in a later issue; tests call it now). */
+    async recordUsage(
+      hash: string,
+      amount: { usageNanos: number; byokNanos: number; at?: Date },
+    ): Promise<void> {
+      const at = amount.at ?? clock.now();
+      await keys.addUsage({
+        hash,
+        day: utcDay(at),
+        usageNanos: amount.usageNanos,
+        byokNanos: amount.byokNanos,
+      });
+      await cache.addUsage(hash, { ...amount, at });
+    },
+
+    /** `GET /key`: the calling key as seen from its cached entry, without a database round trip. */
+    current(entry: { row: KeyRow; usage: Parameters<typeof toKeyRecord>[1] }) {
+      const now = clock.now();
+      const record = toKeyRecord(entry.row, entry.usage, now);
+      const spend = keySpend(entry.usage, now);
+      return {
+        label: record.label,
+        name: record.name,
+        hash: record.hash,
+        limit: record.limit,
+        limit_remaining: record.limit_remaining,
+        limit_reset: record.limit_reset,
+        include_byok_in_limit: record.include_byok_in_limit,
+        usage: record.usage,
+        usage_daily: record.usage_daily,
+        usage_weekly: record.usage_weekly,
+        usage_monthly: record.usage_monthly,
+        byok_usage: record.byok_usage,
+        byok_usage_daily: record.byok_usage_daily,
+        byok_usage_weekly: record.byok_usage_weekly,
+        byok_usage_monthly: record.byok_usage_monthly,
+        is_free_tier: spend.paid.usage === 0,
+        is_management_key: entry.row.is_management === 1,
+        is_provisioning_key: entry.row.is_management === 1,
+        creator_user_id: record.creator_user_id,
+        expires_at: record.expires_at,
+        workspace_id: record.workspace_id,
+      };
+    },
+  };
+}
+
+export type KeyService = ReturnType<typeof createKeyService>;

@@ -1,0 +1,153 @@
+import swagger from '@fastify/swagger';
+import swaggerUi from '@fastify/swagger-ui';
+import Fastify, { type FastifyInstance } from 'fastify';
+import type { Redis } from 'ioredis';
+import { creditRoutes } from './admin/credits/credit-routes.js';
+import { createKeyCache } from './admin/keys/key-cache.js';
+import { createKeyRepository } from './admin/keys/key-repository.js';
+import { keyRoutes } from './admin/keys/key-routes.js';
+import { createKeyService } from './admin/keys/key-service.js';
+import { createWorkspaceRepository } from './admin/workspaces/workspace-repository.js';
+import { createCreditLedger } from './billing/credit-ledger.js';
+import type { Config } from './config/config-schema.js';
+import { installErrorRenderer } from './errors/error-renderer.js';
+import { createAuthenticator } from './gateway/pipeline/authenticate.js';
+import {
+  createMemoryRateLimiter,
+  createRedisRateLimiter,
+  type RateLimiter,
+} from './gateway/pipeline/rate-limiter.js';
+import { opsRoutes } from './ops/ops-routes.js';
+import { type ChangeBus, createLocalChangeBus, createRedisChangeBus } from './platform/change-bus.js';
+import { type Clock, systemClock } from './platform/clock.js';
+import { installMetrics } from './platform/metrics.js';
+import { connectRedis } from './platform/redis.js';
+import { installValidators } from './platform/validation.js';
+import { openStorage, type Storage } from './storage/database.js';
+import { initializeStorage } from './storage/initialize.js';
+
+export const API_PREFIX = '/api/v1';
+
+export interface Services {
+  storage: Storage;
+  keys: ReturnType<typeof createKeyService>;
+  credits: ReturnType<typeof createCreditLedger>;
+  bus: ChangeBus;
+}
+
+export interface BuildOptions {
+  config: Config;
+  clock?: Clock;
+}
+
+/** Opens storage (migrating and seeding it) and builds every service; shared by the server and the CLI. */
+export async function buildServices(
+  options: BuildOptions & { redis?: { publisher: Redis; subscriber: Redis } | null },
+) {
+  const { config } = options;
+  const clock = options.clock ?? systemClock;
+  const storage = await openStorage({ url: config.database_url, schema: config.database_schema });
+  try {
+    await initializeStorage({ storage, initialCreditsUsd: config.credits.initial, now: clock.now() });
+  } catch (error) {
+    await storage.close();
+    throw error;
+  }
+  const bus = options.redis
+    ? createRedisChangeBus({ ...options.redis, prefix: config.redis_prefix })
+    : createLocalChangeBus();
+  const keyRepository = createKeyRepository(storage);
+  const cache = createKeyCache({ repository: keyRepository, bus, clock });
+  const keys = createKeyService({
+    keys: keyRepository,
+    workspaces: createWorkspaceRepository(storage),
+    cache,
+    clock,
+  });
+  const credits = createCreditLedger(storage);
+  if (config.bootstrap_key) await keys.ensureBootstrapKey(config.bootstrap_key);
+  return { storage, keys, credits, bus, cache, clock };
+}
+
+/** The one composition root: config in, a ready (not yet listening) Fastify app out. */
+export async function buildApp(options: BuildOptions): Promise<{ app: FastifyInstance; services: Services }> {
+  const { config } = options;
+  const clock = options.clock ?? systemClock;
+  const redis = config.redis_url
+    ? { publisher: connectRedis(config.redis_url), subscriber: connectRedis(config.redis_url) }
+    : null;
+  const services = await buildServices({ ...options, clock, redis });
+
+  const app = Fastify({
+    logger: { level: config.log_level },
+    bodyLimit: config.limits.body_bytes,
+    forceCloseConnections: 'idle',
+    return503OnClosing: true,
+    routerOptions: { ignoreTrailingSlash: true },
+  });
+  app.decorateRequest('principal', null);
+  installValidators(app);
+  installErrorRenderer(app);
+  const metrics = installMetrics(app);
+
+  const { requests, window_seconds: windowSeconds } = config.limits.rate_limit;
+  let rateLimiter: RateLimiter | null = null;
+  if (requests > 0) {
+    const settings = { requests, windowSeconds, now: () => clock.now().getTime() };
+    rateLimiter = redis
+      ? createRedisRateLimiter({
+          ...settings,
+          redis: redis.publisher,
+          prefix: config.redis_prefix,
+          onError: (error) =>
+            app.log.warn({ err: error }, 'redis rate limiter unavailable; counting locally'),
+        })
+      : createMemoryRateLimiter(settings);
+  }
+  app.addHook('onRequest', createAuthenticator({ cache: services.cache, clock, rateLimiter }));
+
+  app.addHook('onRoute', (route) => {
+    // The docs page's own routes are public.
+    if (route.url.startsWith(`${API_PREFIX}/docs`)) route.config = { ...route.config, auth: 'public' };
+  });
+
+  await app.register(swagger, {
+    openapi: {
+      openapi: '3.1.0',
+      info: { title: 'Switchyard', version: '1.0.0', description: 'Self-hosted model gateway' },
+      servers: [{ url: API_PREFIX }],
+      components: { securitySchemes: { apiKey: { type: 'http', scheme: 'bearer' } } },
+      security: [{ apiKey: [] }],
+    },
+    transform: ({ schema, url }) => ({
+      schema,
+      url: url.startsWith(API_PREFIX) ? url.slice(API_PREFIX.length) : url,
+    }),
+  });
+  await app.register(swaggerUi, {
+    routePrefix: `${API_PREFIX}/docs`,
+    uiConfig: { url: `${API_PREFIX}/openapi.json` },
+  });
+
+  await app.register(opsRoutes({ storage: services.storage, metrics }));
+  await app.register(
+    async (api) => {
+      api.get('/openapi.json', { config: { auth: 'public' }, schema: { hide: true } }, async () =>
+        app.swagger(),
+      );
+      await api.register(keyRoutes(services.keys));
+      await api.register(creditRoutes(services.credits));
+    },
+    { prefix: API_PREFIX },
+  );
+
+  app.addHook('onClose', async () => {
+    await services.bus.close();
+    await services.storage.close();
+    if (redis) {
+      redis.publisher.disconnect();
+      redis.subscriber.disconnect();
+    }
+  });
+  return { app, services };
+}

@@ -1,0 +1,7 @@
+/** Money is integer nano-dollars (1e-9 USD) everywhere but the API edge. */
+export const NANOS_PER_USD = 1_000_000_000;
+
+export const usdToNanos = (usd: number): number => Math.round(usd * NANOS_PER_USD);
+
+/** Back to dollars for the API; rounding to 9 places drops float noise such as 0.30000000000000004. */
+export const nanosToUsd = (nanos: number): number => Number((nanos / NANOS_PER_USD).toFixed(9));

@@ -1,0 +1,47 @@
+/**
+ * Calendar windows in UTC: a day starts at midnight UTC, a week on Monday, a month on the 1st.
+ * Usage is stored per UTC day, so each window is the sum of the days from its first day on.
+ */
+export type ResetInterval = 'daily' | 'weekly' | 'monthly';
+
+export const utcDay = (at: Date): string => at.toISOString().slice(0, 10);
+
+export function windowStartDays(now: Date): { day: string; week: string; month: string } {
+  const midnight = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate());
+  const daysSinceMonday = (now.getUTCDay() + 6) % 7;
+  return {
+    day: utcDay(now),
+    week: utcDay(new Date(midnight - daysSinceMonday * 86_400_000)),
+    month: utcDay(new Date(Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), 1))),
+  };
+}
+
+/** The earliest day any window can reach back to: the start of this week or month. */
+export function earliestWindowDay(now: Date): string {
+  const { week, month } = windowStartDays(now);
+  return week.localeCompare(month) < 0 ? week : month;
+}
+
+export interface UsageTotals {
+  usage: number;
+  daily: number;
+  weekly: number;
+  monthly: number;
+}
+
+export interface DailyAmount {
+  day: string;
+  nanos: number;
+}
+
+/** Sums the daily amounts into the four windows; `lifetime` is the all-time total kept apart. */
+export function sumWindows(days: Iterable<DailyAmount>, lifetime: number, now: Date): UsageTotals {
+  const start = windowStartDays(now);
+  const totals: UsageTotals = { usage: lifetime, daily: 0, weekly: 0, monthly: 0 };
+  for (const { day, nanos } of days) {
+    if (day === start.day) totals.daily += nanos;
+    if (day >= start.week && day <= start.day) totals.weekly += nanos;
+    if (day >= start.month && day <= start.day) totals.monthly += nanos;
+  }
+  return totals;
+}

@@ -1,0 +1,90 @@
+import type { FastifyError, FastifyInstance } from 'fastify';
+import { AppError } from './app-error.js';
+
+export interface ErrorEnvelope {
+  error: { code: number; message: string; metadata?: Record<string, unknown> };
+}
+
+/** Fastify's own error codes for body parsing, mapped to what a client should read. */
+const parserErrors: Record<string, { status: number; message: (error: FastifyError) => string }> = {
+  FST_ERR_CTP_INVALID_JSON_BODY: { status: 400, message: () => 'Malformed JSON in request body' },
+  FST_ERR_CTP_EMPTY_JSON_BODY: {
+    status: 400,
+    message: () => "Body cannot be empty when content-type is set to 'application/json'",
+  },
+  FST_ERR_CTP_INVALID_MEDIA_TYPE: {
+    status: 415,
+    message: () => 'Unsupported Content-Type: request bodies must be application/json',
+  },
+  FST_ERR_CTP_INVALID_CONTENT_LENGTH: {
+    status: 400,
+    message: () => 'Content-Length does not match the body',
+  },
+  FST_ERR_CTP_BODY_TOO_LARGE: { status: 413, message: () => 'Request body is too large' },
+  FST_ERR_CTP_INVALID_TYPE: { status: 400, message: () => 'Invalid Content-Type header' },
+};
+
+function describeValidation(error: FastifyError): string {
+  const first = error.validation?.[0];
+  if (!first) return error.message;
+  const part = error.validationContext ?? 'body';
+  const params = first.params as Record<string, unknown>;
+  let field = first.instancePath.replace(/^\//, '').replaceAll('/', '.');
+  if (typeof params.missingProperty === 'string')
+    field = field ? `${field}.${params.missingProperty}` : params.missingProperty;
+  if (typeof params.additionalProperty === 'string') {
+    const name = field ? `${field}.${params.additionalProperty}` : params.additionalProperty;
+    return `Invalid request parameters: ${part}.${name} is not a known field`;
+  }
+  const where = field ? `${part}.${field}` : part;
+  return `Invalid request parameters: ${where} ${first.message ?? 'is invalid'}`;
+}
+
+/** Turns any thrown value into the status, headers and envelope a client receives. */
+export function renderError(error: unknown): {
+  status: number;
+  headers: Record<string, string>;
+  body: ErrorEnvelope;
+} {
+  if (error instanceof AppError) {
+    const body: ErrorEnvelope = { error: { code: error.status, message: error.message } };
+    if (error.metadata) body.error.metadata = error.metadata;
+    return { status: error.status, headers: error.headers ?? {}, body };
+  }
+  const fastifyError = error as FastifyError;
+  if (fastifyError?.validation) {
+    return {
+      status: 400,
+      headers: {},
+      body: { error: { code: 400, message: describeValidation(fastifyError) } },
+    };
+  }
+  const known = fastifyError?.code ? parserErrors[fastifyError.code] : undefined;
+  if (known) {
+    return {
+      status: known.status,
+      headers: {},
+      body: { error: { code: known.status, message: known.message(fastifyError) } },
+    };
+  }
+  const status = fastifyError?.statusCode;
+  if (typeof status === 'number' && status >= 400 && status < 500) {
+    return { status, headers: {}, body: { error: { code: status, message: fastifyError.message } } };
+  }
+  return { status: 500, headers: {}, body: { error: { code: 500, message: 'Internal Server Error' } } };
+}
+
+/** Installs the one error renderer and the 404 handler; nothing else writes error bodies. */
+export function installErrorRenderer(app: FastifyInstance): void {
+  app.setErrorHandler((error, request, reply) => {
+    const rendered = renderError(error);
+    if (rendered.status >= 500) request.log.error({ err: error }, 'request failed');
+    return reply.code(rendered.status).headers(rendered.headers).send(rendered.body);
+  });
+  app.setNotFoundHandler((request, reply) => {
+    const body: ErrorEnvelope = {
+      error: { code: 404, message: `Route ${request.method} ${request.url.split('?')[0]} not found` },
+    };
+    return reply.code(404).send(body);
+  });
+}

@@ -1,0 +1,82 @@
+import type { FastifyRequest } from 'fastify';
+import type { CachedKey, KeyCache } from '../../admin/keys/key-cache.js';
+import { AppError, managementKeyRequired } from '../../errors/app-error.js';
+import type { Clock } from '../../platform/clock.js';
+import { hashApiKey } from '../../platform/ids.js';
+import type { RateLimiter } from './rate-limiter.js';
+
+/** Who is calling: the key's hash and kind, its workspace, and the cached key entry with usage. */
+export interface Principal {
+  keyHash: string;
+  isManagement: boolean;
+  workspaceId: string;
+  key: CachedKey;
+}
+
+declare module 'fastify' {
+  interface FastifyRequest {
+    principal: Principal | null;
+  }
+  interface FastifyContextConfig {
+    /** `public` routes skip authentication; `management` routes need a management key. */
+    auth?: 'public' | 'any' | 'management';
+  }
+}
+
+const MAX_TOKEN_LENGTH = 512;
+
+const unauthorized = (message: string) => new AppError('authentication', message);
+
+/**
+ * Resolves the bearer token to a principal from the in-memory key cache, then applies the
+ * per-key rate limit. No database query once the key has been seen.
+ */
+export function createAuthenticator(options: {
+  cache: KeyCache;
+  clock: Clock;
+  rateLimiter: RateLimiter | null;
+}) {
+  const { cache, clock, rateLimiter } = options;
+
+  async function principalFor(header: string | undefined): Promise<Principal> {
+    if (header === undefined || header.trim() === '') throw unauthorized('Missing Authentication header');
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    if (!match?.[1] || match[1].length > MAX_TOKEN_LENGTH) {
+      throw unauthorized('Invalid Authentication header: expected "Bearer <API key>"');
+    }
+    const hash = hashApiKey(match[1]);
+    const entry = await cache.get(hash);
+    if (!entry) throw unauthorized('Invalid API key');
+    if (entry.row.disabled === 1) throw unauthorized('API key is disabled');
+    if (entry.row.expires_at !== null && Date.parse(entry.row.expires_at) <= clock.now().getTime()) {
+      throw unauthorized('API key has expired');
+    }
+    return {
+      keyHash: hash,
+      isManagement: entry.row.is_management === 1,
+      workspaceId: entry.row.workspace_id,
+      key: entry,
+    };
+  }
+
+  return async function authenticate(request: FastifyRequest): Promise<void> {
+    const auth = request.routeOptions.config.auth ?? 'any';
+    if (auth === 'public') return;
+    const principal = await principalFor(request.headers.authorization);
+    request.principal = principal;
+    if (auth === 'management' && !principal.isManagement) throw managementKeyRequired();
+    if (!rateLimiter) return;
+    const decision = await rateLimiter.hit(principal.keyHash);
+    if (decision.allowed) return;
+    const retryAfter = Math.max(1, decision.resetAt - Math.floor(clock.now().getTime() / 1000));
+    throw new AppError('rate_limit_exceeded', 'Rate limit exceeded', {
+      metadata: { error_type: 'rate_limit_exceeded' },
+      headers: {
+        'retry-after': String(retryAfter),
+        'x-ratelimit-limit': String(decision.limit),
+        'x-ratelimit-remaining': String(decision.remaining),
+        'x-ratelimit-reset': String(decision.resetAt * 1000),
+      },
+    });
+  };
+}

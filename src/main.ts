@@ -1,0 +1,179 @@
+import { parseArgs } from 'node:util';
+import { buildApp, buildServices } from './app.js';
+import { usdToNanos } from './billing/money.js';
+import type { Config } from './config/config-schema.js';
+import { ConfigError, loadConfig } from './config/load-config.js';
+
+const help = `switchyard — self-hosted model gateway
+
+Usage: switchyard <command> [options]
+
+Commands:
+  serve                                   start the gateway (default command)
+  migrate                                 bring the database schema up to date and exit
+  keys create --name N [--management] [--limit USD] [--limit-reset daily|weekly|monthly]
+                                          create an API key; prints the secret once
+  keys list                               list every API key (hash, name, kind, state, usage)
+  credits add <usd>                       grant credits to the account
+  --help, -h                              show this help
+
+Configuration comes from the environment (PORT, HOST, DATABASE_URL, REDIS_URL,
+SWITCHYARD_MASTER_KEY, SWITCHYARD_BOOTSTRAP_KEY, SWITCHYARD_CONFIG, <PROVIDER>_API_KEY)
+and the optional config file named by SWITCHYARD_CONFIG. See the README.`;
+
+class UsageError extends Error {}
+
+async function serve(config: Config): Promise<void> {
+  const { app } = await buildApp({ config });
+  let closing = false;
+  const shutdown = (signal: string) => {
+    if (closing) return;
+    closing = true;
+    app.log.info({ signal }, 'shutting down: no new connections, finishing in-flight requests');
+    const timer = setTimeout(() => {
+      app.log.error('shutdown timed out; exiting');
+      process.exit(1);
+    }, config.shutdown_timeout_ms);
+    timer.unref();
+    app.close().then(
+      () => {
+        app.log.info('shutdown complete');
+        process.exit(0);
+      },
+      (error: unknown) => {
+        app.log.error({ err: error }, 'shutdown failed');
+        process.exit(1);
+      },
+    );
+  };
+  process.on('SIGTERM', () => shutdown('SIGTERM'));
+  process.on('SIGINT', () => shutdown('SIGINT'));
+  await app.listen({ port: config.port, host: config.host });
+}
+
+async function withServices<T>(
+  config: Config,
+  work: (services: Awaited<ReturnType<typeof buildServices>>) => Promise<T>,
+) {
+  const services = await buildServices({ config, redis: null });
+  try {
+    return await work(services);
+  } finally {
+    await services.storage.close();
+  }
+}
+
+function parseUsd(raw: string | undefined, what: string): number {
+  if (raw === undefined || !/^\d+(\.\d+)?$/.test(raw))
+    throw new UsageError(`${what} must be a non-negative number of USD, got "${raw ?? ''}"`);
+  const usd = Number(raw);
+  if (usd > 1_000_000) throw new UsageError(`${what} must be at most 1000000`);
+  return usd;
+}
+
+async function run(argv: string[]): Promise<number> {
+  const { values, positionals } = parseArgs({
+    args: argv,
+    allowPositionals: true,
+    options: {
+      help: { type: 'boolean', short: 'h' },
+      name: { type: 'string' },
+      management: { type: 'boolean' },
+      limit: { type: 'string' },
+      'limit-reset': { type: 'string' },
+    },
+  });
+  const [command = 'serve', sub, arg] = positionals;
+  if (values.help || command === 'help') {
+    console.log(help);
+    return 0;
+  }
+  const config = loadConfig();
+  switch (command) {
+    case 'serve':
+      await serve(config);
+      return -1;
+    case 'migrate':
+      await withServices(config, async () =>
+        console.log(`database at ${config.database_url.replace(/\/\/[^@]*@/, '//***@')} is up to date`),
+      );
+      return 0;
+    case 'keys':
+      if (sub === 'create') {
+        if (!values.name) throw new UsageError('keys create needs --name');
+        const reset = values['limit-reset'];
+        if (reset !== undefined && !['daily', 'weekly', 'monthly'].includes(reset)) {
+          throw new UsageError('--limit-reset must be daily, weekly or monthly');
+        }
+        const input = {
+          name: values.name,
+          limit: values.limit === undefined ? null : parseUsd(values.limit, '--limit'),
+          limit_reset: (reset ?? null) as 'daily' | 'weekly' | 'monthly' | null,
+        };
+        const created = await withServices(config, (services) =>
+          values.management ? services.keys.createManagementKey(input) : services.keys.create(input),
+        );
+        console.log(`created ${values.management ? 'management' : 'inference'} key "${created.data.name}"`);
+        console.log(`hash: ${created.data.hash}`);
+        console.log(`key:  ${created.key}`);
+        console.log('The secret is shown only this once; store it now.');
+        return 0;
+      }
+      if (sub === 'list') {
+        const keys = await withServices(config, (services) => services.keys.listAll());
+        console.log(['hash', 'kind', 'state', 'usage_usd', 'limit_usd', 'name'].join('\t'));
+        for (const key of keys) {
+          const state = key.disabled
+            ? 'disabled'
+            : key.expires_at && Date.parse(key.expires_at) <= Date.now()
+              ? 'expired'
+              : 'active';
+          console.log(
+            [
+              key.hash,
+              key.is_management_key ? 'management' : 'inference',
+              state,
+              key.usage,
+              key.limit ?? '-',
+              key.name,
+            ].join('\t'),
+          );
+        }
+        return 0;
+      }
+      throw new UsageError('keys needs a subcommand: create or list');
+    case 'credits':
+      if (sub === 'add') {
+        const usd = parseUsd(arg, 'credits add <usd>');
+        if (usd <= 0) throw new UsageError('credits add <usd> must be greater than 0');
+        const totals = await withServices(config, async (services) => {
+          await services.credits.grant({
+            nanos: usdToNanos(usd),
+            note: 'switchyard credits add',
+            at: new Date(),
+          });
+          return services.credits.totals();
+        });
+        console.log(`added $${usd}; total credits now $${totals.grantedNanos / 1e9}`);
+        return 0;
+      }
+      throw new UsageError('credits needs a subcommand: add <usd>');
+    default:
+      throw new UsageError(`unknown command "${command}"`);
+  }
+}
+
+run(process.argv.slice(2)).then(
+  (code) => {
+    if (code >= 0) process.exitCode = code;
+  },
+  (error: unknown) => {
+    if (error instanceof ConfigError) console.error(`switchyard: ${error.message}`);
+    else if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+      console.error(`switchyard: ${(error as Error).message}\nRun "switchyard --help" for usage.`);
+      process.exitCode = 2;
+      return;
+    } else console.error('switchyard: failed:', error);
+    process.exitCode = 1;
+  },
+);

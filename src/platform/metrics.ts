@@ -1,0 +1,31 @@
+import type { FastifyInstance } from 'fastify';
+import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+
+/**
+ * Prometheus metrics of one app: requests by route template and status, and a latency histogram.
+ * The registry belongs to the app (not prom-client's global) so several apps can share a process.
+ */
+export function installMetrics(app: FastifyInstance): Registry {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry, prefix: 'switchyard_' });
+  const requests = new Counter({
+    name: 'switchyard_http_requests_total',
+    help: 'HTTP requests by method, route template and status',
+    labelNames: ['method', 'route', 'status'] as const,
+    registers: [registry],
+  });
+  const duration = new Histogram({
+    name: 'switchyard_http_request_duration_seconds',
+    help: 'HTTP request latency by method and route template',
+    labelNames: ['method', 'route'] as const,
+    buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+    registers: [registry],
+  });
+  app.addHook('onResponse', async (request, reply) => {
+    // The template, never the raw URL, keeps label cardinality bounded; unknown routes share one label.
+    const route = request.routeOptions.url ?? 'unmatched';
+    requests.inc({ method: request.method, route, status: String(reply.statusCode) });
+    duration.observe({ method: request.method, route }, reply.elapsedTime / 1000);
+  });
+  return registry;
+}

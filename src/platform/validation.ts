@@ -1,0 +1,19 @@
+import { Ajv } from 'ajv';
+import addFormats from 'ajv-formats';
+import type { FastifyInstance } from 'fastify';
+
+/**
+ * Two validators: query strings and path parameters arrive as text and are coerced to the schema's
+ * types; JSON bodies are not coerced, so `"limit": "10"` is refused rather than silently read as 10.
+ */
+export function installValidators(app: FastifyInstance): void {
+  const common = { allErrors: false, strict: false, useDefaults: true, removeAdditional: false } as const;
+  const coercing = new Ajv({ ...common, coerceTypes: 'array' });
+  const exact = new Ajv({ ...common, coerceTypes: false });
+  const withFormats = addFormats as unknown as (ajv: Ajv) => Ajv;
+  withFormats(coercing);
+  withFormats(exact);
+  app.setValidatorCompiler(({ schema, httpPart }) =>
+    (httpPart === 'body' ? exact : coercing).compile(schema as object),
+  );
+}

@@ -1,0 +1,79 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import SqliteDatabase from 'better-sqlite3';
+import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import pg from 'pg';
+import type { Database } from './database-schema.js';
+
+export type StorageKind = 'sqlite' | 'postgres';
+
+export interface Storage {
+  readonly db: Kysely<Database>;
+  readonly kind: StorageKind;
+  /** Queries executed so far; tests use it to prove a path touches no database. */
+  queryCount(): number;
+  ping(): Promise<void>;
+  close(): Promise<void>;
+}
+
+const BIGINT_OID = 20;
+const NUMERIC_OID = 1700;
+
+function openSqlite(url: string): SqliteDialect {
+  const path = url.slice('sqlite:'.length) || ':memory:';
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  const database = new SqliteDatabase(path);
+  database.pragma('journal_mode = WAL');
+  database.pragma('synchronous = NORMAL');
+  database.pragma('busy_timeout = 5000');
+  database.pragma('foreign_keys = ON');
+  return new SqliteDialect({ database });
+}
+
+async function openPostgres(url: string, schema: string): Promise<PostgresDialect> {
+  // Money columns are bigint nano-dollars; sums come back as numeric. Both fit a JS number for
+  // amounts below $9M per row or sum, which the API caps enforce (see docs/decisions.md).
+  const types = {
+    getTypeParser: (oid: number, format?: string) => {
+      if (oid === BIGINT_OID || oid === NUMERIC_OID) return (value: string) => Number(value);
+      return pg.types.getTypeParser(oid, format as 'text');
+    },
+  };
+  const setup = new pg.Client({ connectionString: url });
+  await setup.connect();
+  try {
+    await setup.query(`CREATE SCHEMA IF NOT EXISTS "${schema}"`);
+  } finally {
+    await setup.end();
+  }
+  const pool = new pg.Pool({ connectionString: url, max: 10, options: `-c search_path="${schema}"`, types });
+  return new PostgresDialect({ pool });
+}
+
+/** Opens the database named by `DATABASE_URL`: `sqlite:<path>` (embedded) or `postgres://…`. */
+export async function openStorage(options: { url: string; schema: string }): Promise<Storage> {
+  const kind: StorageKind = options.url.startsWith('sqlite:') ? 'sqlite' : 'postgres';
+  const dialect =
+    kind === 'sqlite' ? openSqlite(options.url) : await openPostgres(options.url, options.schema);
+  let queries = 0;
+  const db = new Kysely<Database>({
+    dialect,
+    log: (event) => {
+      if (event.level === 'query') queries += 1;
+    },
+  });
+  let closed = false;
+  return {
+    db,
+    kind,
+    queryCount: () => queries,
+    ping: async () => {
+      await sql`select 1`.execute(db);
+    },
+    close: async () => {
+      if (closed) return;
+      closed = true;
+      await db.destroy();
+    },
+  };
+}

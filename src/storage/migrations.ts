@@ -1,0 +1,85 @@
+import { type Kysely, type Migration, type MigrationProvider, Migrator } from 'kysely';
+
+/**
+ * The one list of migrations, for SQLite and PostgreSQL alike. Append only: a migration that
+ * has shipped is never edited.
+ */
+const migrations: Record<string, Migration> = {
+  '0001_foundation': {
+    async up(db: Kysely<unknown>) {
+      await db.schema
+        .createTable('meta')
+        .addColumn('key', 'text', (column) => column.primaryKey())
+        .addColumn('value', 'text', (column) => column.notNull())
+        .execute();
+      await db.schema
+        .createTable('workspaces')
+        .addColumn('id', 'text', (column) => column.primaryKey())
+        .addColumn('name', 'text', (column) => column.notNull())
+        .addColumn('slug', 'text', (column) => column.notNull().unique())
+        .addColumn('description', 'text', (column) => column.notNull())
+        .addColumn('created_by', 'text', (column) => column.notNull())
+        .addColumn('default_text_model', 'text', (column) => column.notNull())
+        .addColumn('default_image_model', 'text', (column) => column.notNull())
+        .addColumn('default_provider_sort', 'text', (column) => column.notNull())
+        .addColumn('io_logging_api_key_ids', 'text')
+        .addColumn('io_logging_sampling_rate', 'double precision', (column) => column.notNull())
+        .addColumn('is_data_discount_logging_enabled', 'integer', (column) => column.notNull())
+        .addColumn('is_observability_broadcast_enabled', 'integer', (column) => column.notNull())
+        .addColumn('is_observability_io_logging_enabled', 'integer', (column) => column.notNull())
+        .addColumn('is_default', 'integer', (column) => column.notNull())
+        .addColumn('created_at', 'text', (column) => column.notNull())
+        .addColumn('updated_at', 'text', (column) => column.notNull())
+        .execute();
+      await db.schema
+        .createTable('api_keys')
+        .addColumn('hash', 'text', (column) => column.primaryKey())
+        .addColumn('name', 'text', (column) => column.notNull())
+        .addColumn('label', 'text', (column) => column.notNull())
+        .addColumn('is_management', 'integer', (column) => column.notNull())
+        .addColumn('disabled', 'integer', (column) => column.notNull())
+        .addColumn('limit_nanos', 'bigint')
+        .addColumn('limit_reset', 'text')
+        .addColumn('include_byok_in_limit', 'integer', (column) => column.notNull())
+        .addColumn('expires_at', 'text')
+        .addColumn('creator_user_id', 'text')
+        .addColumn('workspace_id', 'text', (column) => column.notNull().references('workspaces.id'))
+        .addColumn('created_at', 'text', (column) => column.notNull())
+        .addColumn('updated_at', 'text')
+        .execute();
+      await db.schema
+        .createIndex('api_keys_workspace_created')
+        .on('api_keys')
+        .columns(['workspace_id', 'created_at'])
+        .execute();
+      await db.schema
+        .createTable('key_usage_daily')
+        .addColumn('key_hash', 'text', (column) => column.notNull())
+        .addColumn('day', 'text', (column) => column.notNull())
+        .addColumn('usage_nanos', 'bigint', (column) => column.notNull())
+        .addColumn('byok_usage_nanos', 'bigint', (column) => column.notNull())
+        .addPrimaryKeyConstraint('key_usage_daily_pk', ['key_hash', 'day'])
+        .execute();
+      await db.schema
+        .createTable('credit_ledger')
+        .addColumn('id', 'text', (column) => column.primaryKey())
+        .addColumn('kind', 'text', (column) => column.notNull())
+        .addColumn('amount_nanos', 'bigint', (column) => column.notNull())
+        .addColumn('note', 'text')
+        .addColumn('created_at', 'text', (column) => column.notNull())
+        .execute();
+    },
+  },
+};
+
+const provider: MigrationProvider = { getMigrations: async () => migrations };
+
+/** Brings the schema up to date; safe to run concurrently from several instances (Kysely locks). */
+export async function migrateToLatest(db: Kysely<unknown>): Promise<string[]> {
+  const migrator = new Migrator({ db, provider });
+  const { error, results } = await migrator.migrateToLatest();
+  if (error) throw error;
+  return (results ?? [])
+    .filter((result) => result.status === 'Success')
+    .map((result) => result.migrationName);
+}
