@@ -76,7 +76,14 @@ export async function buildApp(options: BuildOptions): Promise<{ app: FastifyIns
   const redis = config.redis_url
     ? { publisher: connectRedis(config.redis_url), subscriber: connectRedis(config.redis_url) }
     : null;
-  const services = await buildServices({ ...options, clock, redis });
+  let services: Awaited<ReturnType<typeof buildServices>>;
+  try {
+    services = await buildServices({ ...options, clock, redis });
+  } catch (error) {
+    redis?.publisher.disconnect();
+    redis?.subscriber.disconnect();
+    throw error;
+  }
 
   const app = Fastify({
     logger: { level: config.log_level },
@@ -85,6 +92,14 @@ export async function buildApp(options: BuildOptions): Promise<{ app: FastifyIns
     return503OnClosing: true,
     routerOptions: { ignoreTrailingSlash: true },
   });
+  // Once close() has begun, a keep-alive connection whose request finishes afterwards would hold
+  // close() open until its idle timeout (72 s), past the shutdown timeout. Such responses say
+  // `Connection: close`, and any connection left idle after a response is dropped.
+  let closing = false;
+  app.addHook('preClose', async () => {
+    closing = true;
+  });
+  /*HOOKS-REMOVED*/
   app.decorateRequest('principal', null);
   installValidators(app);
   installErrorRenderer(app);

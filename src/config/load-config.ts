@@ -122,16 +122,20 @@ export function loadConfig(env: Environment = process.env, overrides: PlainObjec
     mergeDefaults(mergeDefaults(defaultConfig, file), fromEnv),
     overrides,
   ) as PlainObject;
-  // <PROVIDER>_API_KEY fills a provider's api_key unless the file set one.
-  const providers: PlainObject = isPlainObject(candidate.providers) ? { ...candidate.providers } : {};
-  for (const [name, value] of Object.entries(env)) {
-    const match = providerKeyEnv.exec(name);
-    if (!match?.[1] || !value || name.startsWith('SWITCHYARD_')) continue;
-    const slug = match[1].toLowerCase().replaceAll('_', '-');
-    const current = isPlainObject(providers[slug]) ? (providers[slug] as PlainObject) : {};
-    if (current.api_key === undefined) providers[slug] = { ...current, api_key: value };
+  // <PROVIDER>_API_KEY fills a provider's api_key unless the file set one. A `providers` (or a
+  // provider entry) that is not an object is left as it is, so validation reports it.
+  if (isPlainObject(candidate.providers)) {
+    const providers: PlainObject = { ...candidate.providers };
+    for (const [name, value] of Object.entries(env)) {
+      const match = providerKeyEnv.exec(name);
+      if (!match?.[1] || !value || name.startsWith('SWITCHYARD_')) continue;
+      const slug = match[1].toLowerCase().replaceAll('_', '-');
+      const current = providers[slug] === undefined ? {} : providers[slug];
+      if (isPlainObject(current) && current.api_key === undefined)
+        providers[slug] = { ...current, api_key: value };
+    }
+    candidate.providers = providers;
   }
-  candidate.providers = providers;
   if (!Value.Check(ConfigSchema, candidate)) {
     throw new ConfigError(`invalid configuration: ${describeErrors(candidate)}`);
   }

@@ -10,6 +10,8 @@ export type StorageKind = 'sqlite' | 'postgres';
 export interface Storage {
   readonly db: Kysely<Database>;
   readonly kind: StorageKind;
+  /** PostgreSQL schema holding the tables ('main' for SQLite). */
+  readonly schema: string;
   /** Queries executed so far; tests use it to prove a path touches no database. */
   queryCount(): number;
   ping(): Promise<void>;
@@ -66,6 +68,7 @@ export async function openStorage(options: { url: string; schema: string }): Pro
   return {
     db,
     kind,
+    schema: kind === 'postgres' ? options.schema : 'main',
     queryCount: () => queries,
     ping: async () => {
       await sql`select 1`.execute(db);

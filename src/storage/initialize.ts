@@ -16,7 +16,7 @@ export async function initializeStorage(options: {
   now: Date;
 }): Promise<{ migrations: string[]; seeded: boolean }> {
   const { storage, now } = options;
-  const migrations = await migrateToLatest(storage.db as unknown as Kysely<unknown>);
+  const migrations = await migrateToLatest(storage.db, storage.kind);
   const at = now.toISOString();
   const seeded = await storage.db.transaction().execute(async (trx) => {
     const claim = await trx

@@ -1,4 +1,9 @@
-import { type Kysely, type Migration, type MigrationProvider, Migrator } from 'kysely';
+// biome-ignore-all lint/suspicious/noExplicitAny: migrations describe tables, not the typed schema
+import { type Kysely, sql } from 'kysely';
+
+interface Migration {
+  up(db: Kysely<any>): Promise<void>;
+}
 
 /**
  * The one list of migrations, for SQLite and PostgreSQL alike. Append only: a migration that
@@ -6,7 +11,7 @@ import { type Kysely, type Migration, type MigrationProvider, Migrator } from 'k
  */
 const migrations: Record<string, Migration> = {
   '0001_foundation': {
-    async up(db: Kysely<unknown>) {
+    async up(db) {
       await db.schema
         .createTable('meta')
         .addColumn('key', 'text', (column) => column.primaryKey())
@@ -72,14 +77,28 @@ const migrations: Record<string, Migration> = {
   },
 };
 
-const provider: MigrationProvider = { getMigrations: async () => migrations };
-
-/** Brings the schema up to date; safe to run concurrently from several instances (Kysely locks). */
-export async function migrateToLatest(db: Kysely<unknown>): Promise<string[]> {
-  const migrator = new Migrator({ db, provider });
-  const { error, results } = await migrator.migrateToLatest();
-  if (error) throw error;
-  return (results ?? [])
-    .filter((result) => result.status === 'Success')
-    .map((result) => result.migrationName);
+/**
+ * Applies the pending migrations in one transaction. On PostgreSQL an advisory lock serializes
+ * instances that start together; the bookkeeping table is our own, because Kysely's Migrator
+ * introspects every schema of the server and trips over schemas being dropped concurrently.
+ */
+export async function migrateToLatest(db: Kysely<any>, kind: 'sqlite' | 'postgres'): Promise<string[]> {
+  return db.transaction().execute(async (trx) => {
+    if (kind === 'postgres') await sql`select pg_advisory_xact_lock(hashtext(current_schema()))`.execute(trx);
+    await sql`create table if not exists switchyard_migrations (name text primary key, applied_at text not null)`.execute(
+      trx,
+    );
+    const rows = await sql<{ name: string }>`select name from switchyard_migrations`.execute(trx);
+    const applied = new Set(rows.rows.map((row) => row.name));
+    const ran: string[] = [];
+    for (const [name, migration] of Object.entries(migrations).sort(([a], [b]) => a.localeCompare(b))) {
+      if (applied.has(name)) continue;
+      await migration.up(trx);
+      await sql`insert into switchyard_migrations (name, applied_at) values (${name}, ${new Date().toISOString()})`.execute(
+        trx,
+      );
+      ran.push(name);
+    }
+    return ran;
+  });
 }

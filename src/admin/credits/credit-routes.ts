@@ -3,7 +3,7 @@ import type { FastifyPluginAsync } from 'fastify';
 import { Type } from 'typebox';
 import type { CreditLedger } from '../../billing/credit-ledger.js';
 import { nanosToUsd } from '../../billing/money.js';
-import { ErrorSchema } from '../keys/key-schemas.js';
+import { ErrorSchema } from '../../errors/error-schema.js';
 
 /** `GET /credits` (spec 2.13, 4.14): total granted and total used, in USD. */
 export const creditRoutes =

@@ -1,10 +1,10 @@
 import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
 import type { FastifyPluginAsync } from 'fastify';
 import { Type } from 'typebox';
+import { ErrorSchema } from '../../errors/error-schema.js';
 import {
   CreateKeyBody,
   CurrentKeySchema,
-  ErrorSchema,
   KeyHashParams,
   KeyRecordSchema,
   ListKeysQuery,

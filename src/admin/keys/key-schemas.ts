@@ -102,11 +102,3 @@ export const CurrentKeySchema = Type.Object({
   expires_at: Type.Union([Type.String(), Type.Null()]),
   workspace_id: Type.String(),
 });
-
-export const ErrorSchema = Type.Object({
-  error: Type.Object({
-    code: Type.Integer(),
-    message: Type.String(),
-    metadata: Type.Optional(Type.Record(Type.String(), Type.Unknown())),
-  }),
-});

@@ -61,7 +61,8 @@ export function createAuthenticator(options: {
 
   return async function authenticate(request: FastifyRequest): Promise<void> {
     const auth = request.routeOptions.config.auth ?? 'any';
-    if (auth === 'public') return;
+    // An unknown route answers 404 whoever asks; there is nothing behind it to protect.
+    if (auth === 'public' || request.is404) return;
     const principal = await principalFor(request.headers.authorization);
     request.principal = principal;
     if (auth === 'management' && !principal.isManagement) throw managementKeyRequired();

@@ -1,0 +1,86 @@
+// Load benchmark of the gateway's request path. Starts the gateway as a child process on an
+// ephemeral SQLite database, then drives it from this process with autocannon over loopback.
+// Usage: npm run bench [-- --duration 10 --connections 50]
+import { spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import autocannon from 'autocannon';
+
+const { values } = parseArgs({
+  options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '50' } },
+});
+const duration = Number(values.duration);
+const connections = Number(values.connections);
+const root = fileURLToPath(new URL('..', import.meta.url));
+
+async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+    });
+  });
+}
+
+async function waitForHealth(url: string): Promise<void> {
+  for (let attempt = 0; attempt < 200; attempt += 1) {
+    try {
+      if ((await fetch(`${url}/health`)).ok) return;
+    } catch {
+      // not listening yet
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error('gateway did not start');
+}
+
+const directory = mkdtempSync(join(tmpdir(), 'switchyard-bench-'));
+const port = await freePort();
+const managementKey = `sk-sy-v1-${randomBytes(32).toString('hex')}`;
+const child = spawn(process.execPath, ['--import', 'tsx', join(root, 'src/main.ts'), 'serve'], {
+  env: {
+    PATH: process.env.PATH,
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    DATABASE_URL: `sqlite:${join(directory, 'bench.db')}`,
+    SWITCHYARD_BOOTSTRAP_KEY: managementKey,
+    LOG_LEVEL: 'warn',
+    SWITCHYARD_CONFIG: join(root, 'bench/bench-config.yaml'),
+  },
+  stdio: ['ignore', 'inherit', 'inherit'],
+});
+const url = `http://127.0.0.1:${port}`;
+
+try {
+  await waitForHealth(url);
+  const created = await fetch(`${url}/api/v1/keys`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${managementKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'bench' }),
+  });
+  const { key } = (await created.json()) as { key: string };
+
+  const scenarios = [
+    { name: 'GET /health (no auth)', path: '/health', headers: {} },
+    { name: 'GET /api/v1/key (bearer auth + rate limit, from memory)', path: '/api/v1/key', headers: { authorization: `Bearer ${key}` } },
+    { name: 'GET /api/v1/keys (management, database read)', path: '/api/v1/keys', headers: { authorization: `Bearer ${managementKey}` } },
+  ];
+  console.log(`switchyard bench: ${duration}s per scenario, ${connections} connections, node ${process.version}`);
+  console.log('scenario | requests/s | p50 ms | p99 ms | non-2xx');
+  for (const scenario of scenarios) {
+    const result = await autocannon({ url: `${url}${scenario.path}`, headers: scenario.headers, connections, duration });
+    console.log(
+      `${scenario.name} | ${Math.round(result.requests.average)} | ${result.latency.p50} | ${result.latency.p99} | ${result.non2xx}`,
+    );
+  }
+} finally {
+  child.kill('SIGTERM');
+  await new Promise((resolve) => child.once('exit', resolve));
+  rmSync(directory, { recursive: true, force: true });
+}

@@ -1,0 +1,91 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { expectError, startTestApp, type TestApp } from '../helpers/test-app.js';
+
+describe('API keys refuse bad input with a 4xx that names the field, and change nothing', () => {
+  let gateway: TestApp;
+  let existing: string;
+  before(async () => {
+    gateway = await startTestApp();
+    const created = await gateway.request('POST', '/api/v1/keys', { body: { name: 'existing', limit: 5 } });
+    existing = created.body.data.hash;
+  });
+  after(() => gateway.close());
+
+  async function snapshot() {
+    const keys = await gateway.services.storage.db.selectFrom('api_keys').selectAll().orderBy('hash').execute();
+    return JSON.stringify(keys);
+  }
+
+  const createCases: Array<[string, unknown, RegExp]> = [
+    ['missing name', {}, /body\.name/],
+    ['empty name', { name: '' }, /body\.name must NOT have fewer than 1 characters/],
+    ['non-string name', { name: 42 }, /body\.name must be string/],
+    ['negative limit', { name: 'a', limit: -1 }, /body\.limit/],
+    ['non-numeric limit', { name: 'a', limit: 'ten' }, /body\.limit/],
+    ['numeric string limit', { name: 'a', limit: '10' }, /body\.limit/],
+    ['huge limit', { name: 'a', limit: 1e300 }, /body\.limit/],
+    ['unknown limit_reset', { name: 'a', limit_reset: 'hourly' }, /body\.limit_reset/],
+    ['expires_at with +02:00', { name: 'a', expires_at: '2099-01-01T00:00:00+02:00' }, /expires_at .*UTC/],
+    ['expires_at without timezone', { name: 'a', expires_at: '2099-01-01T00:00:00' }, /expires_at .*UTC/],
+    ['expires_at without seconds', { name: 'a', expires_at: '2099-01-01T00:00Z' }, /expires_at/],
+    ['expires_at not a date', { name: 'a', expires_at: '2099-13-45T99:00:00Z' }, /expires_at/],
+    ['expires_at in the past', { name: 'a', expires_at: '2001-01-01T00:00:00Z' }, /expires_at must be in the future/],
+    ['unknown workspace_id', { name: 'a', workspace_id: '00000000-0000-4000-8000-000000000000' }, /workspace_id/],
+    ['non-uuid workspace_id', { name: 'a', workspace_id: 'default' }, /body\.workspace_id must match format "uuid"/],
+    ['empty creator_user_id', { name: 'a', creator_user_id: '' }, /body\.creator_user_id/],
+    ['unknown field', { name: 'a', limt: 5 }, /body\.limt is not a known field/],
+    ['array instead of object', [{ name: 'a' }], /body must be object/],
+    ['null body', null, /body must be object/],
+  ];
+
+  for (const [label, body, message] of createCases) {
+    it(`POST /keys: ${label} → 400`, async () => {
+      const before = await snapshot();
+      const response = await gateway.request('POST', '/api/v1/keys', {
+        rawBody: JSON.stringify(body),
+        headers: { 'content-type': 'application/json' },
+      });
+      assert.match(expectError(response, 400), message);
+      assert.equal(await snapshot(), before);
+    });
+  }
+
+  const updateCases: Array<[string, unknown, RegExp]> = [
+    ['empty body', {}, /body must NOT have fewer than 1 properties/],
+    ['empty name', { name: '' }, /body\.name/],
+    ['negative limit', { limit: -0.01 }, /body\.limit/],
+    ['string disabled', { disabled: 'yes' }, /body\.disabled must be boolean/],
+    ['unknown limit_reset', { limit_reset: 'yearly' }, /body\.limit_reset/],
+    ['expires_at is not patchable', { expires_at: '2099-01-01T00:00:00Z' }, /body\.expires_at is not a known field/],
+  ];
+  for (const [label, body, message] of updateCases) {
+    it(`PATCH /keys/{hash}: ${label} → 400`, async () => {
+      const before = await snapshot();
+      const response = await gateway.request('PATCH', `/api/v1/keys/${existing}`, { body });
+      assert.match(expectError(response, 400), message);
+      assert.equal(await snapshot(), before);
+    });
+  }
+
+  it('path hashes that are not 64 hex characters → 400 naming the parameter', async () => {
+    for (const path of ['/api/v1/keys/not-a-hash', `/api/v1/keys/${'A'.repeat(64)}`, `/api/v1/keys/${existing}0`]) {
+      assert.match(expectError(await gateway.request('GET', path), 400), /params\.hash/);
+    }
+    const before = await snapshot();
+    expectError(await gateway.request('DELETE', '/api/v1/keys/xyz'), 400);
+    assert.equal(await snapshot(), before);
+  });
+
+  it('list parameters: offset < 0, a non-integer offset, a bad include_disabled, a bad or unknown workspace_id', async () => {
+    assert.match(expectError(await gateway.request('GET', '/api/v1/keys?offset=-1'), 400), /querystring\.offset must be >= 0/);
+    assert.match(expectError(await gateway.request('GET', '/api/v1/keys?offset=abc'), 400), /querystring\.offset must be integer/);
+    assert.match(expectError(await gateway.request('GET', '/api/v1/keys?include_disabled=maybe'), 400), /querystring\.include_disabled/);
+    assert.match(expectError(await gateway.request('GET', '/api/v1/keys?workspace_id=nope'), 400), /querystring\.workspace_id/);
+    assert.match(
+      expectError(await gateway.request('GET', '/api/v1/keys?workspace_id=00000000-0000-4000-8000-000000000000'), 400),
+      /workspace_id names no existing workspace/,
+    );
+    assert.match(expectError(await gateway.request('GET', '/api/v1/keys?limit=5'), 400), /querystring\.limit is not a known field/);
+  });
+});

@@ -1,0 +1,148 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { buildApp } from '../../src/app.js';
+import type { Config } from '../../src/config/config-schema.js';
+import { loadConfig } from '../../src/config/load-config.js';
+import type { Clock } from '../../src/platform/clock.js';
+
+/** Which backends this run tests against: SQLite always, PostgreSQL and Redis when their URLs are set. */
+export const backend = {
+  databaseUrl: process.env.DATABASE_URL ?? null,
+  redisUrl: process.env.REDIS_URL ?? null,
+  isPostgres: (process.env.DATABASE_URL ?? '').startsWith('postgres'),
+};
+
+export interface IsolatedDatabase {
+  settings: { database_url: string; database_schema: string };
+  /** Environment variables that point a child process (the CLI) at the same database. */
+  env: Record<string, string>;
+  drop(): Promise<void>;
+}
+
+/** A database of its own for one test: a temp SQLite file, or a fresh schema on the PostgreSQL server. */
+export function isolatedDatabase(): IsolatedDatabase {
+  if (backend.isPostgres && backend.databaseUrl) {
+    const url = backend.databaseUrl;
+    const schema = `t_${randomBytes(6).toString('hex')}`;
+    return {
+      settings: { database_url: url, database_schema: schema },
+      env: { DATABASE_URL: url, DATABASE_SCHEMA: schema },
+      async drop() {
+        const client = new pg.Client({ connectionString: url });
+        await client.connect();
+        await client.query(`DROP SCHEMA IF EXISTS "${schema}" CASCADE`);
+        await client.end();
+      },
+    };
+  }
+  const directory = mkdtempSync(join(tmpdir(), 'switchyard-test-'));
+  const url = `sqlite:${join(directory, 'switchyard.db')}`;
+  return {
+    settings: { database_url: url, database_schema: 'public' },
+    env: { DATABASE_URL: url },
+    async drop() {
+      rmSync(directory, { recursive: true, force: true });
+    },
+  };
+}
+
+export const newSecret = () => `sk-sy-v1-${randomBytes(32).toString('hex')}`;
+
+export interface ClientResponse<T = any> {
+  status: number;
+  headers: Headers;
+  body: T;
+  text: string;
+}
+
+export interface TestApp {
+  url: string;
+  config: Config;
+  services: Awaited<ReturnType<typeof buildApp>>['services'];
+  managementKey: string;
+  database: IsolatedDatabase;
+  request<T = any>(
+    method: string,
+    path: string,
+    options?: { key?: string | null; body?: unknown; rawBody?: string; headers?: Record<string, string> },
+  ): Promise<ClientResponse<T>>;
+  close(): Promise<void>;
+}
+
+/**
+ * Starts a real listening gateway on an ephemeral port with its own database (and its own Redis
+ * prefix when Redis is configured). `request` speaks to it over HTTP like any client would.
+ */
+export async function startTestApp(
+  options: { config?: Record<string, unknown>; clock?: Clock; database?: IsolatedDatabase; redisPrefix?: string } = {},
+): Promise<TestApp> {
+  const database = options.database ?? isolatedDatabase();
+  const managementKey = newSecret();
+  const config = loadConfig(
+    {},
+    {
+      port: 0,
+      log_level: 'silent',
+      bootstrap_key: managementKey,
+      redis_url: backend.redisUrl,
+      redis_prefix: options.redisPrefix ?? `switchyard-test-${randomBytes(6).toString('hex')}:`,
+      ...database.settings,
+      ...options.config,
+    },
+  );
+  const { app, services } = await buildApp({ config, ...(options.clock ? { clock: options.clock } : {}) });
+  await app.listen({ port: 0, host: '127.0.0.1' });
+  const address = app.server.address();
+  if (!address || typeof address === 'string') throw new Error('no address');
+  const url = `http://127.0.0.1:${address.port}`;
+  let closed = false;
+  return {
+    url,
+    config,
+    services,
+    managementKey,
+    database,
+    async request(method, path, requestOptions = {}) {
+      const headers: Record<string, string> = { ...requestOptions.headers };
+      const key = requestOptions.key === undefined ? managementKey : requestOptions.key;
+      if (key !== null) headers.authorization ??= `Bearer ${key}`;
+      let body: string | undefined;
+      if (requestOptions.rawBody !== undefined) body = requestOptions.rawBody;
+      else if (requestOptions.body !== undefined) {
+        body = JSON.stringify(requestOptions.body);
+        headers['content-type'] ??= 'application/json';
+      }
+      const response = await fetch(`${url}${path}`, { method, headers, body });
+      const text = await response.text();
+      let parsed: unknown = text;
+      try {
+        parsed = JSON.parse(text);
+      } catch {
+        // Not JSON (metrics, RSS, HTML): the text is the body.
+      }
+      return { status: response.status, headers: response.headers, body: parsed as any, text };
+    },
+    async close() {
+      if (closed) return;
+      closed = true;
+      await app.close();
+      if (!options.database) await database.drop();
+    },
+  };
+}
+
+/** Asserts the spec 2.1 envelope with HTTP status = error.code, and returns the message. */
+export function expectError(response: ClientResponse, status: number): string {
+  if (response.status !== status) {
+    throw new Error(`expected status ${status}, got ${response.status}: ${response.text}`);
+  }
+  const error = response.body?.error;
+  if (!error || error.code !== status || typeof error.message !== 'string' || error.message.length === 0) {
+    throw new Error(`expected an error envelope with code ${status}, got ${response.text}`);
+  }
+  if (/\n\s+at /.test(response.text)) throw new Error(`a stack trace leaked: ${response.text}`);
+  return error.message;
+}

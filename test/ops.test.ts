@@ -1,0 +1,68 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { expectError, startTestApp, type TestApp } from './helpers/test-app.js';
+
+describe('ops endpoints and the error renderer', () => {
+  let gateway: TestApp;
+  before(async () => {
+    gateway = await startTestApp();
+  });
+  after(() => gateway.close());
+
+  it('serves /health and /ready without a key', async () => {
+    const health = await gateway.request('GET', '/health', { key: null });
+    assert.equal(health.status, 200);
+    assert.deepEqual(health.body, { status: 'ok' });
+    const ready = await gateway.request('GET', '/ready', { key: null });
+    assert.equal(ready.status, 200);
+    assert.equal(ready.body.status, 'ready');
+    assert.equal(ready.body.database, gateway.services.storage.kind);
+  });
+
+  it('reports requests by route and status, and a latency histogram, on /metrics', async () => {
+    await gateway.request('GET', '/api/v1/key', { key: null });
+    const metrics = await gateway.request('GET', '/metrics', { key: null });
+    assert.equal(metrics.status, 200);
+    assert.match(metrics.headers.get('content-type') ?? '', /text\/plain/);
+    assert.match(metrics.text, /switchyard_http_requests_total\{method="GET",route="\/api\/v1\/key",status="401"\} 1/);
+    assert.match(metrics.text, /switchyard_http_request_duration_seconds_bucket\{le="0.005",method="GET",route="\/health"\}|switchyard_http_request_duration_seconds_bucket/);
+  });
+
+  it('publishes an OpenAPI document generated from the route schemas, and a docs page', async () => {
+    const document = await gateway.request('GET', '/api/v1/openapi.json', { key: null });
+    assert.equal(document.status, 200);
+    assert.equal(document.body.openapi, '3.1.0');
+    assert.deepEqual(Object.keys(document.body.paths).sort(), ['/credits', '/key', '/keys', '/keys/{hash}']);
+    const create = document.body.paths['/keys'].post;
+    assert.deepEqual(create.requestBody.content['application/json'].schema.required, ['name']);
+    assert.ok(create.responses['200'].content['application/json'].schema.properties.key);
+    const docs = await gateway.request('GET', '/api/v1/docs/', { key: null });
+    assert.equal(docs.status, 200);
+    assert.match(docs.text, /<html/i);
+  });
+
+  it('answers an unknown route with 404 in the envelope', async () => {
+    const message = expectError(await gateway.request('GET', '/api/v1/nope', { key: null }), 404);
+    assert.match(message, /GET \/api\/v1\/nope/);
+  });
+
+  it('refuses malformed JSON, a wrong content type, an empty JSON body and a 10 MB body', async () => {
+    const before = await gateway.request('GET', '/api/v1/keys?include_disabled=true');
+    assert.match(
+      expectError(await gateway.request('POST', '/api/v1/keys', { rawBody: '{"name": ', headers: { 'content-type': 'application/json' } }), 400),
+      /Malformed JSON/,
+    );
+    assert.match(
+      expectError(await gateway.request('POST', '/api/v1/keys', { rawBody: 'name=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } }), 415),
+      /Content-Type/,
+    );
+    expectError(await gateway.request('POST', '/api/v1/keys', { rawBody: '', headers: { 'content-type': 'application/json' } }), 400);
+    const huge = JSON.stringify({ name: 'x'.repeat(10 * 1024 * 1024) });
+    assert.match(
+      expectError(await gateway.request('POST', '/api/v1/keys', { rawBody: huge, headers: { 'content-type': 'application/json' } }), 413),
+      /too large/,
+    );
+    const afterwards = await gateway.request('GET', '/api/v1/keys?include_disabled=true');
+    assert.deepEqual(afterwards.body, before.body);
+  });
+});
