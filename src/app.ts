@@ -20,6 +20,7 @@ import {
 import { opsRoutes } from './ops/ops-routes.js';
 import { type ChangeBus, createLocalChangeBus, createRedisChangeBus } from './platform/change-bus.js';
 import { type Clock, systemClock } from './platform/clock.js';
+import { installGracefulClose } from './platform/graceful-close.js';
 import { installMetrics } from './platform/metrics.js';
 import { connectRedis } from './platform/redis.js';
 import { installValidators } from './platform/validation.js';
@@ -89,17 +90,11 @@ export async function buildApp(options: BuildOptions): Promise<{ app: FastifyIns
     logger: { level: config.log_level },
     bodyLimit: config.limits.body_bytes,
     forceCloseConnections: 'idle',
-    return503OnClosing: true,
+    // The 503 of a closing server goes through our renderer (graceful-close), not Fastify's own body.
+    return503OnClosing: false,
     routerOptions: { ignoreTrailingSlash: true },
   });
-  // Once close() has begun, a keep-alive connection whose request finishes afterwards would hold
-  // close() open until its idle timeout (72 s), past the shutdown timeout. Such responses say
-  // `Connection: close`, and any connection left idle after a response is dropped.
-  let closing = false;
-  app.addHook('preClose', async () => {
-    closing = true;
-  });
-  /*HOOKS-REMOVED*/
+  installGracefulClose(app);
   app.decorateRequest('principal', null);
   installValidators(app);
   installErrorRenderer(app);

@@ -24,8 +24,14 @@ describe('ops endpoints and the error renderer', () => {
     const metrics = await gateway.request('GET', '/metrics', { key: null });
     assert.equal(metrics.status, 200);
     assert.match(metrics.headers.get('content-type') ?? '', /text\/plain/);
-    assert.match(metrics.text, /switchyard_http_requests_total\{method="GET",route="\/api\/v1\/key",status="401"\} 1/);
-    assert.match(metrics.text, /switchyard_http_request_duration_seconds_bucket\{le="0.005",method="GET",route="\/health"\}|switchyard_http_request_duration_seconds_bucket/);
+    assert.match(
+      metrics.text,
+      /switchyard_http_requests_total\{method="GET",route="\/api\/v1\/key",status="401"\} 1/,
+    );
+    assert.match(
+      metrics.text,
+      /switchyard_http_request_duration_seconds_bucket\{le="0.005",method="GET",route="\/health"\}|switchyard_http_request_duration_seconds_bucket/,
+    );
   });
 
   it('publishes an OpenAPI document generated from the route schemas, and a docs page', async () => {
@@ -49,20 +55,58 @@ describe('ops endpoints and the error renderer', () => {
   it('refuses malformed JSON, a wrong content type, an empty JSON body and a 10 MB body', async () => {
     const before = await gateway.request('GET', '/api/v1/keys?include_disabled=true');
     assert.match(
-      expectError(await gateway.request('POST', '/api/v1/keys', { rawBody: '{"name": ', headers: { 'content-type': 'application/json' } }), 400),
+      expectError(
+        await gateway.request('POST', '/api/v1/keys', {
+          rawBody: '{"name": ',
+          headers: { 'content-type': 'application/json' },
+        }),
+        400,
+      ),
       /Malformed JSON/,
     );
     assert.match(
-      expectError(await gateway.request('POST', '/api/v1/keys', { rawBody: 'name=x', headers: { 'content-type': 'application/x-www-form-urlencoded' } }), 415),
+      expectError(
+        await gateway.request('POST', '/api/v1/keys', {
+          rawBody: 'name=x',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        }),
+        415,
+      ),
       /Content-Type/,
     );
-    expectError(await gateway.request('POST', '/api/v1/keys', { rawBody: '', headers: { 'content-type': 'application/json' } }), 400);
+    expectError(
+      await gateway.request('POST', '/api/v1/keys', {
+        rawBody: '',
+        headers: { 'content-type': 'application/json' },
+      }),
+      400,
+    );
     const huge = JSON.stringify({ name: 'x'.repeat(10 * 1024 * 1024) });
     assert.match(
-      expectError(await gateway.request('POST', '/api/v1/keys', { rawBody: huge, headers: { 'content-type': 'application/json' } }), 413),
+      expectError(
+        await gateway.request('POST', '/api/v1/keys', {
+          rawBody: huge,
+          headers: { 'content-type': 'application/json' },
+        }),
+        413,
+      ),
       /too large/,
     );
     const afterwards = await gateway.request('GET', '/api/v1/keys?include_disabled=true');
     assert.deepEqual(afterwards.body, before.body);
+  });
+});
+
+describe('readiness and draining', () => {
+  it('answers /ready with 503 in the envelope when the database is unreachable', async () => {
+    const gateway = await startTestApp();
+    try {
+      await gateway.services.storage.close();
+      const response = await gateway.request('GET', '/ready', { key: null });
+      assert.match(expectError(response, 503), /Database is not reachable/);
+      assert.equal((await gateway.request('GET', '/health', { key: null })).status, 200);
+    } finally {
+      await gateway.close();
+    }
   });
 });

@@ -87,7 +87,7 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
-function describeErrors(candidate: unknown): string {
+function describeErrors(candidate: unknown, envNames: Map<string, string>): string {
   return [...Value.Errors(ConfigSchema, candidate)]
     .filter((error) => error.keyword !== 'boolean')
     .slice(0, 5)
@@ -95,7 +95,9 @@ function describeErrors(candidate: unknown): string {
       const path = error.instancePath.replace(/^\//, '').replaceAll('/', '.') || '(top level)';
       const extra = (error.params as { additionalProperties?: string[] }).additionalProperties;
       if (extra) return `${path === '(top level)' ? '' : `${path}.`}${extra.join(', ')}: unknown key`;
-      return `${path}: ${error.message}`;
+      // A setting that came from the environment is named by its variable too (PORT, not only port).
+      const variable = envNames.get(path);
+      return `${path}${variable ? ` (${variable})` : ''}: ${error.message}`;
     })
     .join('; ');
 }
@@ -108,6 +110,7 @@ export function loadConfig(env: Environment = process.env, overrides: PlainObjec
   const filePath = env.SWITCHYARD_CONFIG;
   const file = filePath ? (interpolate(readFile(filePath), env, '') as PlainObject) : {};
   const fromEnv: PlainObject = {};
+  const envNames = new Map<string, string>();
   for (const { env: name, key, kind } of envSettings) {
     const raw = env[name];
     if (raw === undefined || raw === '') continue;
@@ -117,9 +120,11 @@ export function loadConfig(env: Environment = process.env, overrides: PlainObjec
     } else {
       fromEnv[key] = raw;
     }
+    envNames.set(key, name);
   }
+  // A copy of the defaults, so freezing the result never freezes defaultConfig itself.
   const candidate = mergeDefaults(
-    mergeDefaults(mergeDefaults(defaultConfig, file), fromEnv),
+    mergeDefaults(mergeDefaults(structuredClone(defaultConfig), file), fromEnv),
     overrides,
   ) as PlainObject;
   // <PROVIDER>_API_KEY fills a provider's api_key unless the file set one. A `providers` (or a
@@ -137,7 +142,7 @@ export function loadConfig(env: Environment = process.env, overrides: PlainObjec
     candidate.providers = providers;
   }
   if (!Value.Check(ConfigSchema, candidate)) {
-    throw new ConfigError(`invalid configuration: ${describeErrors(candidate)}`);
+    throw new ConfigError(`invalid configuration: ${describeErrors(candidate, envNames)}`);
   }
   return deepFreeze(candidate) as Config;
 }

@@ -21,7 +21,9 @@ describe('GET /credits', () => {
     // A restart on the same database with a different setting grants nothing more.
     await gateway.close();
     gateway = await startTestApp({ database, config: { credits: { initial: 100 } } });
-    assert.deepEqual((await gateway.request('GET', '/api/v1/credits')).body, { data: { total_credits: 25, total_usage: 0 } });
+    assert.deepEqual((await gateway.request('GET', '/api/v1/credits')).body, {
+      data: { total_credits: 25, total_usage: 0 },
+    });
   });
 
   it('adds grants and usage from the ledger, exactly (integer nano-dollars)', async () => {
@@ -39,6 +41,9 @@ describe('GET /credits', () => {
       expectError(await gateway.request('GET', '/api/v1/credits', { key: secret }), 403),
       'Only management keys can perform this operation',
     );
-    assert.equal(expectError(await gateway.request('GET', '/api/v1/credits', { key: null }), 401), 'Missing Authentication header');
+    assert.equal(
+      expectError(await gateway.request('GET', '/api/v1/credits', { key: null }), 401),
+      'Missing Authentication header',
+    );
   });
 });

@@ -13,7 +13,11 @@ describe('API keys refuse bad input with a 4xx that names the field, and change 
   after(() => gateway.close());
 
   async function snapshot() {
-    const keys = await gateway.services.storage.db.selectFrom('api_keys').selectAll().orderBy('hash').execute();
+    const keys = await gateway.services.storage.db
+      .selectFrom('api_keys')
+      .selectAll()
+      .orderBy('hash')
+      .execute();
     return JSON.stringify(keys);
   }
 
@@ -30,9 +34,21 @@ describe('API keys refuse bad input with a 4xx that names the field, and change 
     ['expires_at without timezone', { name: 'a', expires_at: '2099-01-01T00:00:00' }, /expires_at .*UTC/],
     ['expires_at without seconds', { name: 'a', expires_at: '2099-01-01T00:00Z' }, /expires_at/],
     ['expires_at not a date', { name: 'a', expires_at: '2099-13-45T99:00:00Z' }, /expires_at/],
-    ['expires_at in the past', { name: 'a', expires_at: '2001-01-01T00:00:00Z' }, /expires_at must be in the future/],
-    ['unknown workspace_id', { name: 'a', workspace_id: '00000000-0000-4000-8000-000000000000' }, /workspace_id/],
-    ['non-uuid workspace_id', { name: 'a', workspace_id: 'default' }, /body\.workspace_id must match format "uuid"/],
+    [
+      'expires_at in the past',
+      { name: 'a', expires_at: '2001-01-01T00:00:00Z' },
+      /expires_at must be in the future/,
+    ],
+    [
+      'unknown workspace_id',
+      { name: 'a', workspace_id: '00000000-0000-4000-8000-000000000000' },
+      /workspace_id/,
+    ],
+    [
+      'non-uuid workspace_id',
+      { name: 'a', workspace_id: 'default' },
+      /body\.workspace_id must match format "uuid"/,
+    ],
     ['empty creator_user_id', { name: 'a', creator_user_id: '' }, /body\.creator_user_id/],
     ['unknown field', { name: 'a', limt: 5 }, /body\.limt is not a known field/],
     ['array instead of object', [{ name: 'a' }], /body must be object/],
@@ -57,7 +73,11 @@ describe('API keys refuse bad input with a 4xx that names the field, and change 
     ['negative limit', { limit: -0.01 }, /body\.limit/],
     ['string disabled', { disabled: 'yes' }, /body\.disabled must be boolean/],
     ['unknown limit_reset', { limit_reset: 'yearly' }, /body\.limit_reset/],
-    ['expires_at is not patchable', { expires_at: '2099-01-01T00:00:00Z' }, /body\.expires_at is not a known field/],
+    [
+      'expires_at is not patchable',
+      { expires_at: '2099-01-01T00:00:00Z' },
+      /body\.expires_at is not a known field/,
+    ],
   ];
   for (const [label, body, message] of updateCases) {
     it(`PATCH /keys/{hash}: ${label} → 400`, async () => {
@@ -69,7 +89,11 @@ describe('API keys refuse bad input with a 4xx that names the field, and change 
   }
 
   it('path hashes that are not 64 hex characters → 400 naming the parameter', async () => {
-    for (const path of ['/api/v1/keys/not-a-hash', `/api/v1/keys/${'A'.repeat(64)}`, `/api/v1/keys/${existing}0`]) {
+    for (const path of [
+      '/api/v1/keys/not-a-hash',
+      `/api/v1/keys/${'A'.repeat(64)}`,
+      `/api/v1/keys/${existing}0`,
+    ]) {
       assert.match(expectError(await gateway.request('GET', path), 400), /params\.hash/);
     }
     const before = await snapshot();
@@ -78,14 +102,32 @@ describe('API keys refuse bad input with a 4xx that names the field, and change 
   });
 
   it('list parameters: offset < 0, a non-integer offset, a bad include_disabled, a bad or unknown workspace_id', async () => {
-    assert.match(expectError(await gateway.request('GET', '/api/v1/keys?offset=-1'), 400), /querystring\.offset must be >= 0/);
-    assert.match(expectError(await gateway.request('GET', '/api/v1/keys?offset=abc'), 400), /querystring\.offset must be integer/);
-    assert.match(expectError(await gateway.request('GET', '/api/v1/keys?include_disabled=maybe'), 400), /querystring\.include_disabled/);
-    assert.match(expectError(await gateway.request('GET', '/api/v1/keys?workspace_id=nope'), 400), /querystring\.workspace_id/);
     assert.match(
-      expectError(await gateway.request('GET', '/api/v1/keys?workspace_id=00000000-0000-4000-8000-000000000000'), 400),
+      expectError(await gateway.request('GET', '/api/v1/keys?offset=-1'), 400),
+      /querystring\.offset must be >= 0/,
+    );
+    assert.match(
+      expectError(await gateway.request('GET', '/api/v1/keys?offset=abc'), 400),
+      /querystring\.offset must be integer/,
+    );
+    assert.match(
+      expectError(await gateway.request('GET', '/api/v1/keys?include_disabled=maybe'), 400),
+      /querystring\.include_disabled/,
+    );
+    assert.match(
+      expectError(await gateway.request('GET', '/api/v1/keys?workspace_id=nope'), 400),
+      /querystring\.workspace_id/,
+    );
+    assert.match(
+      expectError(
+        await gateway.request('GET', '/api/v1/keys?workspace_id=00000000-0000-4000-8000-000000000000'),
+        400,
+      ),
       /workspace_id names no existing workspace/,
     );
-    assert.match(expectError(await gateway.request('GET', '/api/v1/keys?limit=5'), 400), /querystring\.limit is not a known field/);
+    assert.match(
+      expectError(await gateway.request('GET', '/api/v1/keys?limit=5'), 400),
+      /querystring\.limit is not a known field/,
+    );
   });
 });

@@ -42,7 +42,13 @@ describe('API keys over HTTP', () => {
 
   it('creates a key: the record of spec 2.3 and the secret once', async () => {
     const created = await gateway.request('POST', '/api/v1/keys', {
-      body: { name: 'Customer Key', limit: 10, limit_reset: 'monthly', include_byok_in_limit: true, creator_user_id: 'user_1' },
+      body: {
+        name: 'Customer Key',
+        limit: 10,
+        limit_reset: 'monthly',
+        include_byok_in_limit: true,
+        creator_user_id: 'user_1',
+      },
     });
     assert.equal(created.status, 200);
     assert.deepEqual(Object.keys(created.body).sort(), ['data', 'key']);
@@ -104,7 +110,9 @@ describe('API keys over HTTP', () => {
     assert.equal(patched.body.data.include_byok_in_limit, false);
     assert.equal(typeof patched.body.data.updated_at, 'string');
 
-    const cleared = await gateway.request('PATCH', `/api/v1/keys/${hash}`, { body: { limit: null, limit_reset: null } });
+    const cleared = await gateway.request('PATCH', `/api/v1/keys/${hash}`, {
+      body: { limit: null, limit_reset: null },
+    });
     assert.equal(cleared.body.data.limit, null);
     assert.equal(cleared.body.data.limit_remaining, null);
     assert.equal(cleared.body.data.name, 'renamed');
@@ -171,7 +179,9 @@ describe('API keys over HTTP', () => {
     const listed = [...first.body.data, ...second.body.data].map((key: { name: string }) => key.name);
     // Created one after the other, so newest first is the reverse order of creation.
     assert.deepEqual(new Set(listed), new Set(names));
-    const created = [...first.body.data, ...second.body.data].map((key: { created_at: string }) => key.created_at);
+    const created = [...first.body.data, ...second.body.data].map(
+      (key: { created_at: string }) => key.created_at,
+    );
     assert.deepEqual(created, [...created].sort().reverse());
     const beyond = await gateway.request('GET', `/api/v1/keys?workspace_id=${other}&offset=500`);
     assert.deepEqual(beyond.body, { data: [] });

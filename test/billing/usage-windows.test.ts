@@ -52,8 +52,16 @@ describe('key usage and limit_remaining over HTTP', () => {
     // Warm the cache, so the test also proves cached usage stays current.
     assert.equal((await gateway.request('GET', '/api/v1/key', { key: secret })).status, 200);
 
-    await gateway.services.keys.recordUsage(hash, { usageNanos: usdToNanos(1.25), byokNanos: 0, at: new Date('2026-02-27T10:00:00Z') });
-    await gateway.services.keys.recordUsage(hash, { usageNanos: usdToNanos(2), byokNanos: usdToNanos(0.5), at: new Date('2026-03-01T23:00:00Z') });
+    await gateway.services.keys.recordUsage(hash, {
+      usageNanos: usdToNanos(1.25),
+      byokNanos: 0,
+      at: new Date('2026-02-27T10:00:00Z'),
+    });
+    await gateway.services.keys.recordUsage(hash, {
+      usageNanos: usdToNanos(2),
+      byokNanos: usdToNanos(0.5),
+      at: new Date('2026-03-01T23:00:00Z'),
+    });
 
     const sunday = (await gateway.request('GET', `/api/v1/keys/${hash}`)).body.data;
     assert.equal(sunday.usage, 3.25);
@@ -87,10 +95,14 @@ describe('key usage and limit_remaining over HTTP', () => {
     });
     assert.equal(monthly.body.data.limit_remaining, 8);
     // No reset: the lifetime usage counts, and the remainder never goes below zero.
-    const lifetime = await gateway.request('PATCH', `/api/v1/keys/${hash}`, { body: { limit_reset: null, limit: 1 } });
+    const lifetime = await gateway.request('PATCH', `/api/v1/keys/${hash}`, {
+      body: { limit_reset: null, limit: 1 },
+    });
     assert.equal(lifetime.body.data.limit_remaining, 0);
 
-    const listed = (await gateway.request('GET', '/api/v1/keys')).body.data.find((key: { hash: string }) => key.hash === hash);
+    const listed = (await gateway.request('GET', '/api/v1/keys')).body.data.find(
+      (key: { hash: string }) => key.hash === hash,
+    );
     assert.equal(listed.usage, 3.25);
     assert.equal(listed.usage_monthly, 2);
   });

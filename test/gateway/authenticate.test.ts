@@ -14,17 +14,32 @@ describe('authentication', () => {
   after(() => gateway.close());
 
   it('answers a missing header with 401 "Missing Authentication header"', async () => {
-    assert.equal(expectError(await gateway.request('GET', '/api/v1/key', { key: null }), 401), 'Missing Authentication header');
     assert.equal(
-      expectError(await gateway.request('GET', '/api/v1/credits', { key: null, headers: { authorization: '' } }), 401),
+      expectError(await gateway.request('GET', '/api/v1/key', { key: null }), 401),
+      'Missing Authentication header',
+    );
+    assert.equal(
+      expectError(
+        await gateway.request('GET', '/api/v1/credits', { key: null, headers: { authorization: '' } }),
+        401,
+      ),
       'Missing Authentication header',
     );
   });
 
   it('answers a garbled header with 401', async () => {
-    for (const header of ['Basic abc', 'Bearer', 'Bearer a b', 'sk-sy-v1-abc', `Bearer ${'x'.repeat(2000)}`]) {
+    for (const header of [
+      'Basic abc',
+      'Bearer',
+      'Bearer a b',
+      'sk-sy-v1-abc',
+      `Bearer ${'x'.repeat(2000)}`,
+    ]) {
       assert.match(
-        expectError(await gateway.request('GET', '/api/v1/key', { key: null, headers: { authorization: header } }), 401),
+        expectError(
+          await gateway.request('GET', '/api/v1/key', { key: null, headers: { authorization: header } }),
+          401,
+        ),
         /Invalid Authentication header/,
         header,
       );
@@ -32,11 +47,17 @@ describe('authentication', () => {
   });
 
   it('answers an unknown key with 401', async () => {
-    assert.equal(expectError(await gateway.request('GET', '/api/v1/key', { key: newSecret() }), 401), 'Invalid API key');
+    assert.equal(
+      expectError(await gateway.request('GET', '/api/v1/key', { key: newSecret() }), 401),
+      'Invalid API key',
+    );
   });
 
   it('accepts the scheme case-insensitively', async () => {
-    const response = await gateway.request('GET', '/api/v1/key', { key: null, headers: { authorization: `bearer ${inferenceKey}` } });
+    const response = await gateway.request('GET', '/api/v1/key', {
+      key: null,
+      headers: { authorization: `bearer ${inferenceKey}` },
+    });
     assert.equal(response.status, 200);
   });
 
@@ -47,8 +68,15 @@ describe('authentication', () => {
       ['GET', '/api/v1/credits'],
       ['DELETE', `/api/v1/keys/${'0'.repeat(64)}`],
     ] as const) {
-      const response = await gateway.request(method, path, { key: inferenceKey, ...(method === 'POST' ? { body: { name: 'x' } } : {}) });
-      assert.equal(expectError(response, 403), 'Only management keys can perform this operation', `${method} ${path}`);
+      const response = await gateway.request(method, path, {
+        key: inferenceKey,
+        ...(method === 'POST' ? { body: { name: 'x' } } : {}),
+      });
+      assert.equal(
+        expectError(response, 403),
+        'Only management keys can perform this operation',
+        `${method} ${path}`,
+      );
     }
     const keys = await gateway.services.storage.db.selectFrom('api_keys').select('name').execute();
     assert.equal(
@@ -79,20 +107,31 @@ describe('authentication', () => {
     const created = (await gateway.request('POST', '/api/v1/keys', { body: { name: 'toggle' } })).body;
     assert.equal((await gateway.request('GET', '/api/v1/key', { key: created.key })).status, 200);
     await gateway.request('PATCH', `/api/v1/keys/${created.data.hash}`, { body: { disabled: true } });
-    assert.equal(expectError(await gateway.request('GET', '/api/v1/key', { key: created.key }), 401), 'API key is disabled');
+    assert.equal(
+      expectError(await gateway.request('GET', '/api/v1/key', { key: created.key }), 401),
+      'API key is disabled',
+    );
     await gateway.request('PATCH', `/api/v1/keys/${created.data.hash}`, { body: { disabled: false } });
     assert.equal((await gateway.request('GET', '/api/v1/key', { key: created.key })).status, 200);
     await gateway.request('DELETE', `/api/v1/keys/${created.data.hash}`);
-    assert.equal(expectError(await gateway.request('GET', '/api/v1/key', { key: created.key }), 401), 'Invalid API key');
+    assert.equal(
+      expectError(await gateway.request('GET', '/api/v1/key', { key: created.key }), 401),
+      'Invalid API key',
+    );
   });
 
   it('refuses an expired key with 401 once its expiry has passed', async () => {
     const created = (
-      await gateway.request('POST', '/api/v1/keys', { body: { name: 'short-lived', expires_at: '2026-03-10T13:00:00Z' } })
+      await gateway.request('POST', '/api/v1/keys', {
+        body: { name: 'short-lived', expires_at: '2026-03-10T13:00:00Z' },
+      })
     ).body;
     assert.equal((await gateway.request('GET', '/api/v1/key', { key: created.key })).status, 200);
     clock.set(new Date('2026-03-10T13:00:01Z'));
-    assert.equal(expectError(await gateway.request('GET', '/api/v1/key', { key: created.key }), 401), 'API key has expired');
+    assert.equal(
+      expectError(await gateway.request('GET', '/api/v1/key', { key: created.key }), 401),
+      'API key has expired',
+    );
     clock.set(new Date('2026-03-10T12:00:00Z'));
   });
 

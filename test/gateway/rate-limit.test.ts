@@ -12,13 +12,20 @@ after(async () => {
 describe('per-key rate limits', () => {
   it('answers 429 with the envelope, Retry-After and X-RateLimit-* once a key exceeds its window', async () => {
     const clock = fixedClock(new Date('2026-05-01T10:00:20Z'));
-    const gateway = await startTestApp({ clock, config: { limits: { rate_limit: { requests: 3, window_seconds: 60 } } } });
+    const gateway = await startTestApp({
+      clock,
+      config: { limits: { rate_limit: { requests: 3, window_seconds: 60 } } },
+    });
     started.push(gateway);
     const secret = (await gateway.request('POST', '/api/v1/keys', { body: { name: 'limited' } })).body.key;
     for (let index = 0; index < 3; index += 1) {
       const ok = await gateway.request('GET', '/api/v1/key', { key: secret });
       assert.equal(ok.status, 200);
-      assert.equal(ok.headers.get('x-ratelimit-limit'), null, 'successful responses carry no rate-limit headers');
+      assert.equal(
+        ok.headers.get('x-ratelimit-limit'),
+        null,
+        'successful responses carry no rate-limit headers',
+      );
     }
     const limited = await gateway.request('GET', '/api/v1/key', { key: secret });
     assert.equal(expectError(limited, 429), 'Rate limit exceeded');
@@ -35,12 +42,17 @@ describe('per-key rate limits', () => {
   });
 
   it('is off when requests is 0', async () => {
-    const gateway = await startTestApp({ config: { limits: { rate_limit: { requests: 0, window_seconds: 60 } } } });
+    const gateway = await startTestApp({
+      config: { limits: { rate_limit: { requests: 0, window_seconds: 60 } } },
+    });
     started.push(gateway);
-    for (let index = 0; index < 20; index += 1) assert.equal((await gateway.request('GET', '/api/v1/key')).status, 200);
+    for (let index = 0; index < 20; index += 1)
+      assert.equal((await gateway.request('GET', '/api/v1/key')).status, 200);
   });
 
-  it('is one global limit across two instances sharing Redis', { skip: backend.redisUrl ? false : 'REDIS_URL is not set' }, async (t) => {
+  it('is one global limit across two instances sharing Redis', {
+    skip: backend.redisUrl ? false : 'REDIS_URL is not set',
+  }, async (t) => {
     const database = isolatedDatabase();
     const redisPrefix = `switchyard-test-${randomBytes(6).toString('hex')}:`;
     const config = { limits: { rate_limit: { requests: 4, window_seconds: 3600 } } };
@@ -60,7 +72,9 @@ describe('per-key rate limits', () => {
     assert.deepEqual(statuses, [200, 200, 200, 200, 429, 429]);
   });
 
-  it('invalidates a disabled key on the other instance through Redis', { skip: backend.redisUrl ? false : 'REDIS_URL is not set' }, async (t) => {
+  it('invalidates a disabled key on the other instance through Redis', {
+    skip: backend.redisUrl ? false : 'REDIS_URL is not set',
+  }, async (t) => {
     const database = isolatedDatabase();
     const redisPrefix = `switchyard-test-${randomBytes(6).toString('hex')}:`;
     const first = await startTestApp({ database, redisPrefix });

@@ -77,7 +77,12 @@ export interface TestApp {
  * prefix when Redis is configured). `request` speaks to it over HTTP like any client would.
  */
 export async function startTestApp(
-  options: { config?: Record<string, unknown>; clock?: Clock; database?: IsolatedDatabase; redisPrefix?: string } = {},
+  options: {
+    config?: Record<string, unknown>;
+    clock?: Clock;
+    database?: IsolatedDatabase;
+    redisPrefix?: string;
+  } = {},
 ): Promise<TestApp> {
   const database = options.database ?? isolatedDatabase();
   const managementKey = newSecret();
