@@ -23,7 +23,9 @@ async function freePort(): Promise<number> {
     const server = createServer();
     server.listen(0, '127.0.0.1', () => {
       const address = server.address();
-      server.close(() => (typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port'))));
+      server.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+      );
     });
   });
 }
@@ -68,13 +70,28 @@ try {
 
   const scenarios = [
     { name: 'GET /health (no auth)', path: '/health', headers: {} },
-    { name: 'GET /api/v1/key (bearer auth + rate limit, from memory)', path: '/api/v1/key', headers: { authorization: `Bearer ${key}` } },
-    { name: 'GET /api/v1/keys (management, database read)', path: '/api/v1/keys', headers: { authorization: `Bearer ${managementKey}` } },
+    {
+      name: 'GET /api/v1/key (bearer auth + rate limit, from memory)',
+      path: '/api/v1/key',
+      headers: { authorization: `Bearer ${key}` },
+    },
+    {
+      name: 'GET /api/v1/keys (management, database read)',
+      path: '/api/v1/keys',
+      headers: { authorization: `Bearer ${managementKey}` },
+    },
   ];
-  console.log(`switchyard bench: ${duration}s per scenario, ${connections} connections, node ${process.version}`);
+  console.log(
+    `switchyard bench: ${duration}s per scenario, ${connections} connections, node ${process.version}`,
+  );
   console.log('scenario | requests/s | p50 ms | p99 ms | non-2xx');
   for (const scenario of scenarios) {
-    const result = await autocannon({ url: `${url}${scenario.path}`, headers: scenario.headers, connections, duration });
+    const result = await autocannon({
+      url: `${url}${scenario.path}`,
+      headers: scenario.headers,
+      connections,
+      duration,
+    });
     console.log(
       `${scenario.name} | ${Math.round(result.requests.average)} | ${result.latency.p50} | ${result.latency.p99} | ${result.non2xx}`,
     );
