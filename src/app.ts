@@ -9,6 +9,8 @@ import { keyRoutes } from './admin/keys/key-routes.js';
 import { createKeyService } from './admin/keys/key-service.js';
 import { createWorkspaceRepository } from './admin/workspaces/workspace-repository.js';
 import { createCreditLedger } from './billing/credit-ledger.js';
+import { buildCatalog } from './catalog/catalog.js';
+import { catalogRoutes } from './catalog/catalog-routes.js';
 import type { Config } from './config/config-schema.js';
 import { installErrorRenderer } from './errors/error-renderer.js';
 import { createAuthenticator } from './gateway/pipeline/authenticate.js';
@@ -74,6 +76,8 @@ export async function buildServices(
 export async function buildApp(options: BuildOptions): Promise<{ app: FastifyInstance; services: Services }> {
   const { config } = options;
   const clock = options.clock ?? systemClock;
+  // Built before any connection opens: a bad catalogue config fails the start with nothing to close.
+  const catalog = buildCatalog({ config, now: clock.now() });
   const redis = config.redis_url
     ? { publisher: connectRedis(config.redis_url), subscriber: connectRedis(config.redis_url) }
     : null;
@@ -147,6 +151,7 @@ export async function buildApp(options: BuildOptions): Promise<{ app: FastifyIns
       );
       await api.register(keyRoutes(services.keys));
       await api.register(creditRoutes(services.credits));
+      await api.register(catalogRoutes({ catalog, clock }));
     },
     { prefix: API_PREFIX },
   );

@@ -38,7 +38,17 @@ describe('ops endpoints and the error renderer', () => {
     const document = await gateway.request('GET', '/api/v1/openapi.json', { key: null });
     assert.equal(document.status, 200);
     assert.equal(document.body.openapi, '3.1.0');
-    assert.deepEqual(Object.keys(document.body.paths).sort(), ['/credits', '/key', '/keys', '/keys/{hash}']);
+    assert.deepEqual(Object.keys(document.body.paths).sort(), [
+      '/credits',
+      '/endpoints/zdr',
+      '/key',
+      '/keys',
+      '/keys/{hash}',
+      '/models',
+      '/models/count',
+      '/models/{author}/{slug}/endpoints',
+      '/providers',
+    ]);
     const create = document.body.paths['/keys'].post;
     assert.deepEqual(create.requestBody.content['application/json'].schema.required, ['name']);
     assert.ok(create.responses['200'].content['application/json'].schema.properties.key);

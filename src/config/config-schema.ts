@@ -20,6 +20,54 @@ const RateLimitSettings = Type.Object(
   { additionalProperties: false },
 );
 
+const CatalogProvider = Type.Object(
+  {
+    slug: Type.String({ pattern: '^[a-z0-9][a-z0-9._-]*$' }),
+    name: Type.String({ minLength: 1 }),
+    base_url: Type.String({ pattern: '^https?://' }),
+    /** The upstream wire protocol family; local servers usually speak OpenAI's. */
+    adapter: Type.Optional(Type.String({ minLength: 1 })),
+    headquarters: Type.Optional(Type.String({ minLength: 2, maxLength: 2 })),
+    privacy_policy_url: Type.Optional(Type.String()),
+    terms_of_service_url: Type.Optional(Type.String()),
+    status_page_url: Type.Optional(Type.String()),
+    /** Whether the provider trains on or keeps prompts; a local server does neither. */
+    training: Type.Optional(Type.Boolean()),
+    retains_prompts: Type.Optional(Type.Boolean()),
+  },
+  { additionalProperties: false },
+);
+
+const PriceString = Type.String({ pattern: '^\\d+(\\.\\d+)?$' });
+
+const CatalogModel = Type.Object(
+  {
+    id: Type.String({ pattern: '^[a-z0-9~][a-z0-9._-]*/[a-zA-Z0-9._:-]+$' }),
+    name: Type.String({ minLength: 1 }),
+    provider: Type.String({ minLength: 1 }),
+    provider_model_id: Type.String({ minLength: 1 }),
+    context_length: Type.Integer({ minimum: 1 }),
+    pricing: Type.Object(
+      {
+        prompt: PriceString,
+        completion: PriceString,
+        image: Type.Optional(PriceString),
+        request: Type.Optional(PriceString),
+      },
+      { additionalProperties: false },
+    ),
+    description: Type.Optional(Type.String()),
+    created: Type.Optional(Type.Integer({ minimum: 0 })),
+    tokenizer: Type.Optional(Type.String()),
+    input_modalities: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { minItems: 1 })),
+    output_modalities: Type.Optional(Type.Array(Type.String({ minLength: 1 }), { minItems: 1 })),
+    supported_parameters: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
+    max_completion_tokens: Type.Optional(Type.Integer({ minimum: 1 })),
+    quantization: Type.Optional(Type.String()),
+  },
+  { additionalProperties: false },
+);
+
 /**
  * The whole configuration, as read from the optional file and the environment.
  * Every object rejects unknown keys, so a typo stops the start instead of being ignored.
@@ -58,9 +106,21 @@ export const ConfigSchema = Type.Object(
       { additionalProperties: false },
     ),
     shutdown_timeout_ms: Type.Integer({ minimum: 0, maximum: 600_000 }),
+    catalog: Type.Object(
+      {
+        /** A directory with models.json, endpoints.json, providers.json, usage-daily.json; null = bundled. */
+        snapshot_dir: Type.Union([Type.String({ minLength: 1 }), Type.Null()]),
+        hidden_providers: Type.Array(Type.String({ minLength: 1 })),
+        providers: Type.Array(CatalogProvider),
+        models: Type.Array(CatalogModel),
+      },
+      { additionalProperties: false },
+    ),
   },
   { additionalProperties: false },
 );
+
+export type CatalogConfig = Static<typeof ConfigSchema>['catalog'];
 
 export type Config = Readonly<Static<typeof ConfigSchema>>;
 
@@ -81,4 +141,5 @@ export const defaultConfig: Static<typeof ConfigSchema> = {
     rate_limit: { requests: 600, window_seconds: 60 },
   },
   shutdown_timeout_ms: 10_000,
+  catalog: { snapshot_dir: null, hidden_providers: [], providers: [], models: [] },
 };

@@ -37,6 +37,9 @@ function describeValidation(error: FastifyError): string {
     return `Invalid request parameters: ${part}.${name} is not a known field`;
   }
   const where = field ? `${part}.${field}` : part;
+  if (Array.isArray(params.allowedValues)) {
+    return `Invalid request parameters: ${where} must be one of: ${params.allowedValues.map(String).join(', ')}`;
+  }
   return `Invalid request parameters: ${where} ${first.message ?? 'is invalid'}`;
 }
 

@@ -1,0 +1,203 @@
+import type { TypeBoxTypeProvider } from '@fastify/type-provider-typebox';
+import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from 'fastify';
+import { Type } from 'typebox';
+import { notFound } from '../errors/app-error.js';
+import { ErrorSchema } from '../errors/error-schema.js';
+import type { Clock } from '../platform/clock.js';
+import type { Catalog } from './catalog.js';
+import {
+  EndpointSchema,
+  EndpointsParams,
+  ModelSchema,
+  ProviderSchema,
+  ZdrEndpointSchema,
+} from './catalog-schemas.js';
+import { BodyCache, chooseEncoding, EncodedBody } from './encoded-body.js';
+import {
+  CountQuery,
+  ModelsQuery,
+  type ModelsQueryInput,
+  outputModalityPredicate,
+  selectModels,
+} from './model-query.js';
+import { renderRss } from './rss.js';
+
+const JSON_TYPE = 'application/json; charset=utf-8';
+const RSS_TYPE = 'application/rss+xml; charset=utf-8';
+const tags = ['Models'];
+
+const jsonBody = (value: unknown) => new EncodedBody(Buffer.from(JSON.stringify(value)), JSON_TYPE);
+
+function send(request: FastifyRequest, reply: FastifyReply, body: EncodedBody) {
+  const encoding = chooseEncoding(request.headers['accept-encoding'], body.identity.length);
+  reply.header('content-type', body.contentType).header('vary', 'accept-encoding');
+  if (encoding !== 'identity') reply.header('content-encoding', encoding);
+  return reply.send(body.get(encoding));
+}
+
+/** The query's known parameters in a fixed order: equal queries share one prepared body. */
+function cacheKey(query: Record<string, unknown>, names: readonly string[]): string {
+  return JSON.stringify(names.filter((name) => query[name] !== undefined).map((name) => [name, query[name]]));
+}
+
+/**
+ * The catalogue: `/models`, `/models/count`, `/models/{author}/{slug}/endpoints`, `/endpoints/zdr`
+ * and `/providers`. Responses are joined from pre-serialized records and kept, with their gzip and
+ * brotli forms, per distinct query.
+ */
+export const catalogRoutes =
+  (options: { catalog: Catalog; clock: Clock }): FastifyPluginAsync =>
+  async (plugin) => {
+    const { catalog, clock } = options;
+    const app = plugin.withTypeProvider<TypeBoxTypeProvider>();
+    const modelParameters = Object.keys(ModelsQuery.properties);
+    const bodies = new BodyCache(256);
+    const now = () => clock.now();
+
+    const listBody = (query: ModelsQueryInput, origin: string) => {
+      const selected = selectModels(catalog.models, query, now);
+      if (query.use_rss === 'true') {
+        const xml = renderRss({
+          models: selected,
+          origin,
+          chatLinks: query.use_rss_chat_links === 'true',
+          now: now(),
+        });
+        return new EncodedBody(Buffer.from(xml), RSS_TYPE);
+      }
+      return new EncodedBody(
+        Buffer.from(`{"data":[${selected.map((model) => model.json).join(',')}]}`),
+        JSON_TYPE,
+      );
+    };
+    // The unfiltered list (default output_modalities=text) is prepared before the first request.
+    bodies.get(cacheKey({}, modelParameters), () => listBody({}, ''));
+
+    app.get(
+      '/models',
+      {
+        config: { auth: 'public' },
+        schema: {
+          tags,
+          summary: 'List models, with filters and sorting (spec 4.1); RSS with use_rss=true',
+          querystring: ModelsQuery,
+          response: { 200: Type.Object({ data: Type.Array(ModelSchema) }), 400: ErrorSchema },
+        },
+      },
+      async (request, reply) => {
+        const query = request.query;
+        const rss = query.use_rss === 'true';
+        const origin = rss ? `${request.protocol}://${request.host}` : '';
+        const ageDependent = query.min_age_days !== undefined || query.max_age_days !== undefined;
+        // Ages move with the clock, so such answers are kept only for the day they were computed.
+        const key = `${cacheKey(query, modelParameters)}${origin}${ageDependent ? Math.floor(now().getTime() / 86_400_000) : ''}`;
+        return send(
+          request,
+          reply,
+          bodies.get(key, () => listBody(query, origin)),
+        );
+      },
+    );
+
+    app.get(
+      '/models/count',
+      {
+        config: { auth: 'public' },
+        schema: {
+          tags,
+          summary: 'Count models for an output modality (spec 4.2)',
+          querystring: CountQuery,
+          response: { 200: Type.Object({ data: Type.Object({ count: Type.Integer() }) }), 400: ErrorSchema },
+        },
+      },
+      async (request, reply) => {
+        const key = `count:${request.query.output_modalities ?? ''}`;
+        const body = bodies.get(key, () => {
+          const predicate = outputModalityPredicate(request.query.output_modalities);
+          const count = predicate
+            ? catalog.models.filter((model) => predicate(model.facts, model)).length
+            : catalog.models.length;
+          return jsonBody({ data: { count } });
+        });
+        return send(request, reply, body);
+      },
+    );
+
+    const endpointListings = new Map<string, EncodedBody>();
+    app.get(
+      '/models/:author/:slug/endpoints',
+      {
+        config: { auth: 'any' },
+        schema: {
+          tags: ['Endpoints'],
+          summary: "A model's provider endpoints: prices, limits, status and live stats",
+          params: EndpointsParams,
+          response: {
+            200: Type.Object({
+              data: Type.Object({
+                id: Type.String(),
+                name: Type.String(),
+                created: Type.Integer(),
+                description: Type.String(),
+                architecture: ModelSchema.properties.architecture,
+                endpoints: Type.Array(EndpointSchema),
+              }),
+            }),
+            401: ErrorSchema,
+            404: ErrorSchema,
+          },
+        },
+      },
+      async (request, reply) => {
+        const requested = catalog.lookup(`${request.params.author}/${request.params.slug}`);
+        const first = requested[0];
+        if (!first) throw notFound(`Model ${request.params.author}/${request.params.slug} not found`);
+        const canonical = first.canonicalSlug;
+        let body = endpointListings.get(canonical);
+        if (!body) {
+          const variants = catalog.lookup(canonical);
+          const main = variants.find((model) => model.facts.variant === 'standard') ?? variants[0] ?? first;
+          body = jsonBody({
+            data: {
+              id: canonical,
+              name: main.record.name,
+              created: main.record.created,
+              description: main.record.description,
+              architecture: main.record.architecture,
+              endpoints: catalog.endpointRecords(variants.length > 0 ? variants : [first]),
+            },
+          });
+          endpointListings.set(canonical, body);
+        }
+        return send(request, reply, body);
+      },
+    );
+
+    const zdr = jsonBody({ data: catalog.zdrRecords() });
+    app.get(
+      '/endpoints/zdr',
+      {
+        config: { auth: 'public' },
+        schema: {
+          tags: ['Endpoints'],
+          summary: 'Endpoints with zero data retention (spec 4.11)',
+          response: { 200: Type.Object({ data: Type.Array(ZdrEndpointSchema) }) },
+        },
+      },
+      async (request, reply) => send(request, reply, zdr),
+    );
+
+    const providers = jsonBody({ data: catalog.providerRecords() });
+    app.get(
+      '/providers',
+      {
+        config: { auth: 'any' },
+        schema: {
+          tags: ['Providers'],
+          summary: 'The provider directory',
+          response: { 200: Type.Object({ data: Type.Array(ProviderSchema) }), 401: ErrorSchema },
+        },
+      },
+      async (request, reply) => send(request, reply, providers),
+    );
+  };

@@ -1,0 +1,19 @@
+/**
+ * Prices arrive as decimal strings of USD per token ("0.0000025"). Filters compare dollars per
+ * million tokens; moving the decimal point in the text keeps the value exact, where multiplying
+ * floats by 1e6 would give 2.4999999999999996.
+ */
+export function perMillion(price: string): number {
+  const match = /^(-?)(\d*)(?:\.(\d*))?$/.exec(price.trim());
+  if (!match) return Number.NaN;
+  const [, sign, whole = '', fraction = ''] = match;
+  const padded = fraction.padEnd(6, '0');
+  return Number(`${sign}${whole || '0'}${padded.slice(0, 6)}.${padded.slice(6) || '0'}`);
+}
+
+/** A price the catalogue can compare: non-negative; `-1` marks a price that depends on the routed model. */
+export function knownPrice(price: unknown): number | null {
+  if (typeof price !== 'string') return null;
+  const value = Number(price);
+  return Number.isFinite(value) && value >= 0 ? value : null;
+}
