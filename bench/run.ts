@@ -68,7 +68,10 @@ try {
   });
   const { key } = (await created.json()) as { key: string };
 
-  const scenarios = [
+  const fiveFilters =
+    '/api/v1/models?supported_parameters=tools&input_modalities=image&max_price=5&context=100000&model_authors=openai,anthropic,google&sort=pricing-low-to-high';
+  let distinct = 0;
+  const scenarios: Array<{ name: string; path: string; headers: Record<string, string>; vary?: boolean }> = [
     { name: 'GET /health (no auth)', path: '/health', headers: {} },
     {
       name: 'GET /api/v1/key (bearer auth + rate limit, from memory)',
@@ -80,20 +83,60 @@ try {
       path: '/api/v1/keys',
       headers: { authorization: `Bearer ${managementKey}` },
     },
+    { name: 'GET /api/v1/models (unfiltered, identity, ~650 KB)', path: '/api/v1/models', headers: {} },
+    {
+      name: 'GET /api/v1/models (unfiltered, brotli)',
+      path: '/api/v1/models',
+      headers: { 'accept-encoding': 'br, gzip' },
+    },
+    {
+      name: 'GET /api/v1/models (unfiltered, gzip)',
+      path: '/api/v1/models',
+      headers: { 'accept-encoding': 'gzip' },
+    },
+    { name: 'GET /api/v1/models five filters + sort (prepared)', path: fiveFilters, headers: {} },
+    {
+      name: 'GET /api/v1/models five filters + sort (uncached: distinct min_price each time)',
+      path: fiveFilters,
+      headers: {},
+      vary: true,
+    },
+    {
+      name: 'GET /api/v1/models?use_rss=true (RSS feed, identity)',
+      path: '/api/v1/models?use_rss=true',
+      headers: {},
+    },
+    { name: 'GET /api/v1/models/count', path: '/api/v1/models/count', headers: {} },
   ];
+  const only = process.env.BENCH_ONLY;
   console.log(
     `switchyard bench: ${duration}s per scenario, ${connections} connections, node ${process.version}`,
   );
-  console.log('scenario | requests/s | p50 ms | p99 ms | non-2xx');
+  console.log('scenario | requests/s | p50 ms | p99 ms | MB/s | non-2xx');
   for (const scenario of scenarios) {
+    if (only && !scenario.name.includes(only)) continue;
     const result = await autocannon({
       url: `${url}${scenario.path}`,
       headers: scenario.headers,
       connections,
       duration,
+      ...(scenario.vary
+        ? {
+            requests: [
+              {
+                // A fresh, tiny min_price per request defeats the prepared-body cache while selecting the same
+                // models: this measures filtering, sorting and joining the body.
+                setupRequest: (request: autocannon.Request) => ({
+                  ...request,
+                  path: `${scenario.path}&min_price=${((distinct++ % 100000) + 1) / 1e9}`,
+                }),
+              } as autocannon.Request,
+            ],
+          }
+        : {}),
     });
     console.log(
-      `${scenario.name} | ${Math.round(result.requests.average)} | ${result.latency.p50} | ${result.latency.p99} | ${result.non2xx}`,
+      `${scenario.name} | ${Math.round(result.requests.average)} | ${result.latency.p50} | ${result.latency.p99} | ${(result.throughput.average / 1e6).toFixed(1)} | ${result.non2xx}`,
     );
   }
 } finally {
