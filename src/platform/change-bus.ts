@@ -44,7 +44,8 @@ export function createRedisChangeBus(options: {
   const instance = randomUUID();
   const channel = `${prefix}changes`;
   const table = createHandlerTable();
-  void subscriber.subscribe(channel);
+  // A failed subscribe is retried by ioredis on reconnect; it must not become an unhandled rejection.
+  subscriber.subscribe(channel).catch(() => {});
   subscriber.on('message', (_channel: string, raw: string) => {
     let parsed: { from?: unknown; topic?: unknown; message?: unknown };
     try {

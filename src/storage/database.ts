@@ -49,6 +49,9 @@ async function openPostgres(url: string, schema: string): Promise<PostgresDialec
     await setup.end();
   }
   const pool = new pg.Pool({ connectionString: url, max: 10, options: `-c search_path="${schema}"`, types });
+  // An idle client losing its connection (a PostgreSQL restart) emits 'error' on the pool; unheard,
+  // that would crash the process. The pool replaces the client; the next query reports any outage.
+  pool.on('error', () => {});
   return new PostgresDialect({ pool });
 }
 

@@ -73,7 +73,7 @@ export const UpdateKeyBody = Type.Object(
 export const ListKeysQuery = Type.Object(
   {
     include_disabled: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')])),
-    offset: Type.Optional(Type.Integer({ minimum: 0 })),
+    offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000_000 })),
     workspace_id: Type.Optional(Type.String({ format: 'uuid' })),
   },
   { additionalProperties: false },
