@@ -83,6 +83,13 @@ export const catalogRoutes =
           querystring: ModelsQuery,
           response: { 200: Type.Object({ data: Type.Array(ModelSchema) }), 400: ErrorSchema },
         },
+        // Enumerated values are read case-insensitively, like every other string of the query.
+        preValidation: async (request) => {
+          const query = request.query as Record<string, unknown>;
+          for (const name of ['category', 'sort']) {
+            if (typeof query[name] === 'string') query[name] = (query[name] as string).toLowerCase();
+          }
+        },
       },
       async (request, reply) => {
         const query = request.query;

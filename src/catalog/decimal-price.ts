@@ -17,3 +17,16 @@ export function knownPrice(price: unknown): number | null {
   const value = Number(price);
   return Number.isFinite(value) && value >= 0 ? value : null;
 }
+
+/**
+ * A non-negative decimal price as an exact integer of 10^-18 USD, for comparisons where float sums
+ * would break ties (1e-6 + 4e-6 is 4.999…e-6 in floats, but 0.95e-6 + 4.05e-6 is exactly 5e-6).
+ */
+export function scaledPrice(price: unknown): bigint | null {
+  if (typeof price !== 'string') return null;
+  const match = /^(\d*)(?:\.(\d*))?$/.exec(price.trim());
+  if (!match || (match[1] === '' && (match[2] ?? '') === '')) return null;
+  const fraction = (match[2] ?? '').padEnd(18, '0');
+  if (fraction.length > 18 && /[1-9]/.test(fraction.slice(18))) return null;
+  return BigInt(match[1] || '0') * 10n ** 18n + BigInt(fraction.slice(0, 18));
+}

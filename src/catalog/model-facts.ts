@@ -1,4 +1,4 @@
-import { knownPrice, perMillion } from './decimal-price.js';
+import { knownPrice, perMillion, scaledPrice } from './decimal-price.js';
 import type { SnapshotEndpoint, SnapshotModel, SnapshotUsageRow } from './snapshot-types.js';
 
 export const categories = [
@@ -35,6 +35,35 @@ const categoryRules: Record<Category, RegExp> = {
   trivia: /\b(knowledge|trivia|facts?|factual|general-purpose)\b/i,
   academia: /\b(academic|research|scholarly|education|educational|students?)\b/i,
 };
+
+/**
+ * Truncated descriptions rarely name a business domain, so domain categories also take the strong
+ * generalists (Artificial Analysis intelligence index ≥ 40), which lead such rankings in practice;
+ * programming also takes strong coders (coding index ≥ 40). Roleplay and translation stay keyword-only.
+ */
+export const GENERALIST_INDEX = 40;
+const generalistCategories: ReadonlySet<Category> = new Set([
+  'marketing',
+  'marketing/seo',
+  'technology',
+  'science',
+  'legal',
+  'finance',
+  'health',
+  'trivia',
+  'academia',
+]);
+
+function categoriesOf(text: string, intelligence: number | null, coding: number | null): Set<Category> {
+  return new Set(
+    categories.filter(
+      (category) =>
+        categoryRules[category].test(text) ||
+        (generalistCategories.has(category) && intelligence !== null && intelligence >= GENERALIST_INDEX) ||
+        (category === 'programming' && coding !== null && coding >= GENERALIST_INDEX),
+    ),
+  );
+}
 
 const euRegionNames = new Set([
   'eu',
@@ -75,7 +104,8 @@ export interface ModelFacts {
   outputModalities: ReadonlySet<string>;
   promptPerMillion: number | null;
   completionPerMillion: number | null;
-  averagePrice: number | null;
+  /** prompt + completion per token, exact in 10^-18 USD: twice the average price, so the same order. */
+  priceSum: bigint | null;
   providers: ReadonlySet<string>;
   zdr: boolean;
   eu: boolean;
@@ -139,6 +169,9 @@ function extreme(values: Array<number | null | undefined>, pick: 'max' | 'min'):
   return pick === 'max' ? Math.max(...present) : Math.min(...present);
 }
 
+const sumOrNull = (a: bigint | null, b: bigint | null): bigint | null =>
+  a === null || b === null ? null : a + b;
+
 const numberOrNull = (value: unknown): number | null =>
   typeof value === 'number' && Number.isFinite(value) ? value : null;
 
@@ -169,12 +202,20 @@ export function computeFacts(options: {
     outputModalities: new Set(model.architecture.output_modalities),
     promptPerMillion: prompt === null ? null : perMillion(model.pricing.prompt),
     completionPerMillion: completion === null ? null : perMillion(model.pricing.completion),
-    averagePrice: prompt === null || completion === null ? null : (prompt + completion) / 2,
+    priceSum:
+      prompt === null || completion === null
+        ? null
+        : sumOrNull(scaledPrice(model.pricing.prompt), scaledPrice(model.pricing.completion)),
     providers,
     zdr: endpoints.some(isZeroDataRetention),
     eu: endpoints.some((endpoint) => isEuRegion(endpoint.provider_region)),
-    distillable: model.hugging_face_id !== null && model.hugging_face_id !== undefined,
-    categories: new Set(categories.filter((category) => categoryRules[category].test(text))),
+    // The snapshot writes "" for models without published weights.
+    distillable: typeof model.hugging_face_id === 'string' && model.hugging_face_id.trim() !== '',
+    categories: categoriesOf(
+      text,
+      numberOrNull(analysis?.intelligence_index),
+      numberOrNull(analysis?.coding_index),
+    ),
     popularity: usage ? usage.popularity : null,
     weeklyTokens: usage ? usage.weeklyTokens : null,
     toolSuccessRate:

@@ -194,12 +194,12 @@ export function compileFilters(query: ModelsQueryInput, now: () => Date): Predic
   return predicates.filter((predicate): predicate is Predicate => predicate !== null);
 }
 
-const sortKeys: Record<Sort, { key: (facts: ModelFacts) => number | null; descending: boolean }> = {
+const sortKeys: Record<Sort, { key: (facts: ModelFacts) => number | bigint | null; descending: boolean }> = {
   'most-popular': { key: (facts) => facts.popularity, descending: true },
   newest: { key: (facts) => facts.created, descending: true },
   'top-weekly': { key: (facts) => facts.weeklyTokens, descending: true },
-  'pricing-low-to-high': { key: (facts) => facts.averagePrice, descending: false },
-  'pricing-high-to-low': { key: (facts) => facts.averagePrice, descending: true },
+  'pricing-low-to-high': { key: (facts) => facts.priceSum, descending: false },
+  'pricing-high-to-low': { key: (facts) => facts.priceSum, descending: true },
   'context-high-to-low': { key: (facts) => facts.contextLength, descending: true },
   'throughput-high-to-low': { key: (facts) => facts.throughput, descending: true },
   'latency-low-to-high': { key: (facts) => facts.latency, descending: false },
@@ -218,8 +218,8 @@ export function sortModels(models: CatalogModel[], sort: Sort): CatalogModel[] {
       if (a.value === b.value) return a.model.position - b.model.position;
       return a.value === null ? 1 : -1;
     }
-    const difference = descending ? b.value - a.value : a.value - b.value;
-    return difference !== 0 ? difference : a.model.position - b.model.position;
+    if (a.value === b.value) return a.model.position - b.model.position;
+    return a.value < b.value === descending ? 1 : -1;
   });
   return keyed.map((entry) => entry.model);
 }

@@ -24,7 +24,7 @@ export function renderRss(options: {
   const { models, origin, chatLinks } = options;
   const items = models.map((model) => {
     const link = chatLinks
-      ? `${origin}/chat?models=${encodeURIComponent(model.id)}`
+      ? `${origin}/chat?models=${encodeURIComponent(model.id).replaceAll('%2F', '/').replaceAll('%3A', ':')}`
       : `${origin}${model.record.links.details}`;
     return [
       '<item>',
