@@ -1,0 +1,188 @@
+import type { AdapterCall, ProviderAdapter } from '../../../spec/provider-adapter.js';
+import type { GenerationResult, StreamPart } from '../../../spec/stream-part.js';
+import { UpstreamError } from '../../../spec/upstream-error.js';
+import { emptyUsage, type Usage } from '../../../spec/usage.js';
+import { parseUpstreamJson, readServerSentEvents } from '../shared/server-sent-events.js';
+import { errorFromResponse, readText, type UpstreamHttp } from '../shared/upstream-http.js';
+import { convertToOpenAiChatRequest, type OpenAiChatOptions } from './convert-to-openai-chat-request.js';
+import { mapOpenAiFinishReason } from './map-openai-finish-reason.js';
+import {
+  readOpenAiChoice,
+  readOpenAiIdentity,
+  readOpenAiStreamError,
+  readOpenAiUsage,
+} from './openai-chat-api.js';
+
+/** Largest non-streamed reply accepted from an upstream. */
+const MAX_REPLY_BYTES = 32 * 1024 * 1024;
+
+function headersFor(call: AdapterCall): Record<string, string> {
+  return {
+    ...(call.target.apiKey ? { authorization: `Bearer ${call.target.apiKey}` } : {}),
+    ...call.target.headers,
+  };
+}
+
+/** An abort signal that fires on the caller's abort or on our own timer (first-token timeout). */
+function linkedAbort(parent: AbortSignal) {
+  const controller = new AbortController();
+  const onAbort = () => controller.abort(parent.reason);
+  if (parent.aborted) controller.abort(parent.reason);
+  else parent.addEventListener('abort', onAbort, { once: true });
+  return {
+    signal: controller.signal,
+    abort: (reason: unknown) => controller.abort(reason),
+    release: () => parent.removeEventListener('abort', onAbort),
+  };
+}
+
+/**
+ * OpenAI chat completions, and the OpenAI-compatible family that most providers of the catalogue
+ * speak. Non-streamed calls read one JSON reply; streamed calls read SSE chunks into typed parts.
+ */
+export function createOpenAiChatAdapter(
+  options: { http: UpstreamHttp } & Partial<OpenAiChatOptions>,
+): ProviderAdapter {
+  const settings: OpenAiChatOptions = {
+    maxTokensField: options.maxTokensField ?? 'max_tokens',
+    supportsTopK: options.supportsTopK ?? true,
+  };
+  const url = (call: AdapterCall) => `${call.target.baseUrl.replace(/\/+$/, '')}/chat/completions`;
+
+  return {
+    protocol: 'openai-chat',
+
+    async generate(call): Promise<GenerationResult> {
+      const response = await options.http.post({
+        url: url(call),
+        headers: headersFor(call),
+        body: JSON.stringify(convertToOpenAiChatRequest(call.request, { ...settings, stream: false })),
+        signal: call.signal,
+        headersTimeoutMs: call.timeouts.headersMs,
+        idleTimeoutMs: call.timeouts.idleMs,
+      });
+      if (response.status >= 400) throw await errorFromResponse(response, call.signal);
+      const reply = parseUpstreamJson(await readText(response.body, MAX_REPLY_BYTES, call.signal));
+      const error = readOpenAiStreamError(reply);
+      if (error) throw new UpstreamError({ message: error.message, kind: 'http', status: error.code ?? 502 });
+      const choice = readOpenAiChoice(reply, 'message');
+      if (!choice)
+        throw new UpstreamError({ message: 'Upstream reply has no choices', kind: 'invalid-response' });
+      const identity = readOpenAiIdentity(reply);
+      return {
+        id: identity.id ?? null,
+        model: identity.model ?? null,
+        text: choice.content ?? '',
+        reasoning: choice.reasoning ?? '',
+        toolCalls: choice.toolCalls.map((toolCall, position) => ({
+          callId: toolCall.id ?? `call_${position}`,
+          name: toolCall.name ?? '',
+          arguments: toolCall.arguments ?? '',
+        })),
+        usage: readOpenAiUsage((reply as Record<string, unknown>).usage) ?? emptyUsage(),
+        finishReason: mapOpenAiFinishReason(choice.finishReason),
+        nativeFinishReason: choice.finishReason ?? null,
+      };
+    },
+
+    async *stream(call): AsyncGenerator<StreamPart> {
+      const abort = linkedAbort(call.signal);
+      const firstToken = setTimeout(
+        () =>
+          abort.abort(
+            new UpstreamError({
+              message: 'Upstream sent no output before the first-token timeout',
+              kind: 'timeout',
+            }),
+          ),
+        call.timeouts.firstTokenMs,
+      );
+      let started = false;
+      try {
+        const response = await options.http.post({
+          url: url(call),
+          headers: headersFor(call),
+          body: JSON.stringify(convertToOpenAiChatRequest(call.request, { ...settings, stream: true })),
+          signal: abort.signal,
+          headersTimeoutMs: call.timeouts.headersMs,
+          idleTimeoutMs: call.timeouts.idleMs,
+        });
+        if (response.status >= 400) throw await errorFromResponse(response, abort.signal);
+
+        let usage: Usage | undefined;
+        let finish: string | undefined;
+        let sawDone = false;
+        let identified = false;
+        const openCalls = new Map<number, { id: string; name: string }>();
+        for await (const event of readServerSentEvents(response.body, abort.signal)) {
+          if (event.data === '[DONE]') {
+            sawDone = true;
+            break;
+          }
+          const chunk = parseUpstreamJson(event.data);
+          const streamError = readOpenAiStreamError(chunk);
+          if (streamError) {
+            throw new UpstreamError({
+              message: streamError.message,
+              kind: 'http',
+              status: streamError.code ?? 502,
+            });
+          }
+          if (!identified) {
+            identified = true;
+            yield { type: 'response-metadata', ...readOpenAiIdentity(chunk) };
+          }
+          usage = readOpenAiUsage((chunk as Record<string, unknown>).usage) ?? usage;
+          const choice = readOpenAiChoice(chunk, 'delta');
+          if (!choice) continue;
+          if (choice.reasoning) {
+            clearTimeout(firstToken);
+            started = true;
+            yield { type: 'reasoning-delta', delta: choice.reasoning };
+          }
+          if (choice.content) {
+            clearTimeout(firstToken);
+            started = true;
+            yield { type: 'text-delta', delta: choice.content };
+          }
+          for (const toolCall of choice.toolCalls) {
+            clearTimeout(firstToken);
+            started = true;
+            if (!openCalls.has(toolCall.index)) {
+              const opened = { id: toolCall.id ?? `call_${toolCall.index}`, name: toolCall.name ?? '' };
+              openCalls.set(toolCall.index, opened);
+              yield { type: 'tool-call-start', index: toolCall.index, callId: opened.id, name: opened.name };
+            }
+            if (toolCall.arguments) {
+              yield { type: 'tool-call-delta', index: toolCall.index, argumentsDelta: toolCall.arguments };
+            }
+          }
+          if (choice.finishReason) finish = choice.finishReason;
+        }
+        if (!sawDone && finish === undefined) {
+          throw new UpstreamError({
+            message: 'Upstream stream ended before it finished',
+            kind: 'invalid-response',
+          });
+        }
+        for (const index of openCalls.keys()) yield { type: 'tool-call-end', index };
+        yield { type: 'usage', usage: usage ?? emptyUsage() };
+        yield { type: 'finish', reason: mapOpenAiFinishReason(finish), nativeReason: finish ?? null };
+      } catch (error) {
+        const upstream =
+          error instanceof UpstreamError
+            ? error
+            : new UpstreamError({ message: (error as Error).message, kind: 'connection' });
+        const reason = abort.signal.reason;
+        const failure = abort.signal.aborted && reason instanceof UpstreamError ? reason : upstream;
+        // Before any output the caller may still fail over, so the failure is thrown; after it, it
+        // belongs to the stream the client is already reading.
+        if (!started) throw failure;
+        yield { type: 'error', error: failure };
+      } finally {
+        clearTimeout(firstToken);
+        abort.release();
+      }
+    },
+  };
+}

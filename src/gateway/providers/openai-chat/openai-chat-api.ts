@@ -1,0 +1,88 @@
+import type { Usage } from '../../../spec/usage.js';
+
+/**
+ * The parts of OpenAI chat-completions replies the adapter reads, checked field by field: a
+ * foreign server may omit or mistype any of them, and a wrong type reads as absent.
+ */
+const asRecord = (value: unknown): Record<string, unknown> | undefined =>
+  typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : undefined;
+const asString = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
+const asCount = (value: unknown): number =>
+  typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : 0;
+
+export function readOpenAiUsage(value: unknown): Usage | undefined {
+  const usage = asRecord(value);
+  if (!usage) return undefined;
+  const prompt = asRecord(usage.prompt_tokens_details);
+  const completion = asRecord(usage.completion_tokens_details);
+  return {
+    inputTokens: asCount(usage.prompt_tokens),
+    outputTokens: asCount(usage.completion_tokens),
+    cachedInputTokens: asCount(prompt?.cached_tokens),
+    cacheWriteTokens: asCount(prompt?.cache_write_tokens),
+    reasoningTokens: asCount(completion?.reasoning_tokens),
+  };
+}
+
+export interface OpenAiToolCallDelta {
+  index: number;
+  id?: string;
+  name?: string;
+  arguments?: string;
+}
+
+export interface OpenAiChoiceView {
+  content?: string;
+  reasoning?: string;
+  toolCalls: OpenAiToolCallDelta[];
+  finishReason?: string;
+}
+
+/** The first choice of a reply (`message`) or chunk (`delta`). Reasoning arrives under either name. */
+export function readOpenAiChoice(reply: unknown, field: 'message' | 'delta'): OpenAiChoiceView | undefined {
+  const choices = asRecord(reply)?.choices;
+  const choice = Array.isArray(choices) ? asRecord(choices[0]) : undefined;
+  if (!choice) return undefined;
+  const body = asRecord(choice[field]) ?? {};
+  const rawCalls = Array.isArray(body.tool_calls) ? body.tool_calls : [];
+  const toolCalls: OpenAiToolCallDelta[] = [];
+  rawCalls.forEach((raw, position) => {
+    const call = asRecord(raw);
+    if (!call) return;
+    const fn = asRecord(call.function);
+    toolCalls.push({
+      index: typeof call.index === 'number' ? call.index : position,
+      ...(asString(call.id) !== undefined ? { id: asString(call.id) } : {}),
+      ...(asString(fn?.name) !== undefined ? { name: asString(fn?.name) } : {}),
+      ...(asString(fn?.arguments) !== undefined ? { arguments: asString(fn?.arguments) } : {}),
+    });
+  });
+  const view: OpenAiChoiceView = { toolCalls };
+  const content = asString(body.content);
+  if (content !== undefined) view.content = content;
+  const reasoning = asString(body.reasoning_content) ?? asString(body.reasoning);
+  if (reasoning !== undefined) view.reasoning = reasoning;
+  const finish = asString(choice.finish_reason);
+  if (finish !== undefined) view.finishReason = finish;
+  return view;
+}
+
+export function readOpenAiIdentity(reply: unknown): { id?: string; model?: string } {
+  const record = asRecord(reply) ?? {};
+  const identity: { id?: string; model?: string } = {};
+  const id = asString(record.id);
+  if (id !== undefined) identity.id = id;
+  const model = asString(record.model);
+  if (model !== undefined) identity.model = model;
+  return identity;
+}
+
+/** An error object inside a 200 stream (`{"error": {...}}`), as several compatible servers send. */
+export function readOpenAiStreamError(chunk: unknown): { message: string; code: number | null } | undefined {
+  const error = asRecord(asRecord(chunk)?.error);
+  if (!error) return undefined;
+  const code = typeof error.code === 'number' ? error.code : null;
+  return { message: asString(error.message) ?? 'Upstream stream error', code };
+}

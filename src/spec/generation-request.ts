@@ -1,0 +1,76 @@
+/**
+ * The canonical generation request: what every ingress dialect produces and every provider
+ * adapter consumes. It imports nothing else from src/; wire formats live at the edges.
+ */
+
+/** A piece of message content. */
+export type ContentPart =
+  | { type: 'text'; text: string }
+  /** An image by URL (https: or data:). `detail` is OpenAI's fidelity hint. */
+  | { type: 'image'; url: string; detail?: 'auto' | 'low' | 'high' }
+  /** A file (PDF and the like) as a data URL or https URL. */
+  | { type: 'file'; url: string; mediaType?: string; filename?: string }
+  /** Base64 audio with its container format (wav, mp3…). */
+  | { type: 'audio'; data: string; format: string };
+
+export type InputItem =
+  /** A conversation turn. System and developer turns carry instructions. */
+  | { type: 'message'; role: 'system' | 'developer' | 'user' | 'assistant'; content: ContentPart[] }
+  /** A function call the model made in an earlier turn. `arguments` is JSON text as the model wrote it. */
+  | { type: 'function-call'; callId: string; name: string; arguments: string }
+  /** The caller's answer to a function call. */
+  | { type: 'function-call-output'; callId: string; output: string };
+
+export interface FunctionTool {
+  type: 'function';
+  name: string;
+  description?: string;
+  /** JSON Schema of the arguments object. */
+  parameters: Record<string, unknown>;
+  strict?: boolean;
+}
+
+export type ToolChoice = 'auto' | 'none' | 'required' | { type: 'function'; name: string };
+
+export type ResponseFormat =
+  | { type: 'text' }
+  | { type: 'json_object' }
+  | {
+      type: 'json_schema';
+      name: string;
+      schema: Record<string, unknown>;
+      strict?: boolean;
+      description?: string;
+    };
+
+export interface ReasoningOptions {
+  effort?: 'none' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh' | 'max';
+  /** A token budget for providers that take one instead of an effort level. */
+  maxTokens?: number;
+  /** Whether reasoning text should be returned when the provider can return it. */
+  include?: boolean;
+  enabled?: boolean;
+}
+
+export interface GenerationRequest {
+  /** The upstream's own model id: the endpoint's `provider_model_id`. */
+  model: string;
+  /** Top-level instructions (a system prompt), sent before `input`. */
+  instructions?: string;
+  input: InputItem[];
+  tools?: FunctionTool[];
+  toolChoice?: ToolChoice;
+  parallelToolCalls?: boolean;
+  maxOutputTokens?: number;
+  temperature?: number;
+  topP?: number;
+  topK?: number;
+  frequencyPenalty?: number;
+  presencePenalty?: number;
+  stop?: string[];
+  seed?: number;
+  responseFormat?: ResponseFormat;
+  reasoning?: ReasoningOptions;
+  /** End-user identifier, forwarded where the provider accepts one. */
+  user?: string;
+}

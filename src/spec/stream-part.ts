@@ -1,0 +1,32 @@
+import type { FinishReason } from './finish-reason.js';
+import type { UpstreamError } from './upstream-error.js';
+import type { Usage } from './usage.js';
+
+/**
+ * One typed part of a generation stream, named noun-verb. Adapters emit them in order; usage and
+ * finish come last. Tool calls are identified by `index` within the response.
+ */
+export type StreamPart =
+  /** Upstream identity of the response, when known (its id and the model that answered). */
+  | { type: 'response-metadata'; id?: string; model?: string }
+  | { type: 'text-delta'; delta: string }
+  | { type: 'reasoning-delta'; delta: string }
+  | { type: 'tool-call-start'; index: number; callId: string; name: string }
+  | { type: 'tool-call-delta'; index: number; argumentsDelta: string }
+  | { type: 'tool-call-end'; index: number }
+  | { type: 'usage'; usage: Usage }
+  | { type: 'finish'; reason: FinishReason; nativeReason: string | null }
+  /** A failure after the stream began; before the first output, adapters throw instead. */
+  | { type: 'error'; error: UpstreamError };
+
+/** The whole of a non-streamed generation. */
+export interface GenerationResult {
+  id: string | null;
+  model: string | null;
+  text: string;
+  reasoning: string;
+  toolCalls: Array<{ callId: string; name: string; arguments: string }>;
+  usage: Usage;
+  finishReason: FinishReason;
+  nativeFinishReason: string | null;
+}

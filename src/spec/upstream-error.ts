@@ -1,0 +1,36 @@
+/**
+ * A failed upstream call. `retryable` says whether another endpoint may succeed where this one
+ * failed (connection errors, timeouts, 408/409/429/5xx); an invalid request is not retryable.
+ */
+export class UpstreamError extends Error {
+  override name = 'UpstreamError';
+  /** HTTP status from the upstream, or null when no response arrived. */
+  readonly status: number | null;
+  readonly retryable: boolean;
+  /** What went wrong, for metadata and logs: the upstream's message or body, shortened. */
+  readonly raw: string | null;
+  readonly retryAfterSeconds: number | null;
+  readonly kind: 'http' | 'connection' | 'timeout' | 'invalid-response' | 'aborted';
+
+  constructor(options: {
+    message: string;
+    kind: UpstreamError['kind'];
+    status?: number | null;
+    raw?: string | null;
+    retryAfterSeconds?: number | null;
+    retryable?: boolean;
+  }) {
+    super(options.message);
+    this.kind = options.kind;
+    this.status = options.status ?? null;
+    this.raw = options.raw ?? null;
+    this.retryAfterSeconds = options.retryAfterSeconds ?? null;
+    this.retryable = options.retryable ?? isRetryable(options.kind, this.status);
+  }
+}
+
+function isRetryable(kind: UpstreamError['kind'], status: number | null): boolean {
+  if (kind === 'aborted') return false;
+  if (kind !== 'http' || status === null) return true;
+  return status === 408 || status === 409 || status === 429 || status >= 500;
+}

@@ -1,0 +1,300 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { createOpenAiChatAdapter } from '../../../src/gateway/providers/openai-chat/openai-chat-adapter.js';
+import { createUpstreamHttp } from '../../../src/gateway/providers/shared/upstream-http.js';
+import type { AdapterCall } from '../../../src/spec/provider-adapter.js';
+import type { StreamPart } from '../../../src/spec/stream-part.js';
+import { UpstreamError } from '../../../src/spec/upstream-error.js';
+import { startFakeUpstream, writeSse } from '../../helpers/fake-upstream.js';
+
+// Chunks in the shape OpenAI's chat-completions stream sends them (stream_options.include_usage).
+const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
+  JSON.stringify({
+    id: 'chatcmpl-abc',
+    object: 'chat.completion.chunk',
+    created: 1_786_000_000,
+    model: 'gpt-4o-mini-2024-07-18',
+    choices: [{ index: 0, delta, logprobs: null, finish_reason: finish }],
+  });
+const usageChunk = JSON.stringify({
+  id: 'chatcmpl-abc',
+  object: 'chat.completion.chunk',
+  created: 1_786_000_000,
+  model: 'gpt-4o-mini-2024-07-18',
+  choices: [],
+  usage: {
+    prompt_tokens: 21,
+    completion_tokens: 5,
+    total_tokens: 26,
+    prompt_tokens_details: { cached_tokens: 8 },
+    completion_tokens_details: { reasoning_tokens: 2 },
+  },
+});
+
+async function collect(parts: AsyncIterable<StreamPart>): Promise<StreamPart[]> {
+  const collected: StreamPart[] = [];
+  for await (const part of parts) collected.push(part);
+  return collected;
+}
+
+describe('OpenAI chat-completions adapter against a fake upstream', () => {
+  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  const http = createUpstreamHttp();
+  const adapter = createOpenAiChatAdapter({
+    http,
+    maxTokensField: 'max_completion_tokens',
+    supportsTopK: false,
+  });
+  const call = (overrides: Partial<AdapterCall> = {}): AdapterCall => ({
+    request: {
+      model: 'gpt-4o-mini',
+      instructions: 'Be brief.',
+      input: [
+        { type: 'message', role: 'user', content: [{ type: 'text', text: 'Weather in Paris?' }] },
+        { type: 'function-call', callId: 'call_1', name: 'weather', arguments: '{"city":"Paris"}' },
+        { type: 'function-call-output', callId: 'call_1', output: '{"temp":21}' },
+      ],
+      tools: [
+        {
+          type: 'function',
+          name: 'weather',
+          parameters: { type: 'object', properties: { city: { type: 'string' } } },
+        },
+      ],
+      maxOutputTokens: 100,
+      temperature: 0.2,
+      topK: 5,
+      stop: ['END'],
+    },
+    target: { baseUrl: `${upstream.url}/v1/`, apiKey: 'sk-upstream' },
+    signal: new AbortController().signal,
+    timeouts: { headersMs: 2000, firstTokenMs: 2000, idleMs: 2000 },
+    ...overrides,
+  });
+
+  before(async () => {
+    upstream = await startFakeUpstream();
+  });
+  after(async () => {
+    await http.close();
+    await upstream.close();
+  });
+
+  it('sends the canonical request in the chat-completions wire format', async () => {
+    upstream.handle((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          id: 'chatcmpl-1',
+          object: 'chat.completion',
+          model: 'gpt-4o-mini-2024-07-18',
+          choices: [
+            { index: 0, message: { role: 'assistant', content: 'Sunny, 21°C.' }, finish_reason: 'stop' },
+          ],
+          usage: { prompt_tokens: 30, completion_tokens: 6, total_tokens: 36 },
+        }),
+      );
+    });
+    const result = await adapter.generate(call());
+    const sent = upstream.requests.at(-1)!;
+    assert.equal(sent.url, '/v1/chat/completions');
+    assert.equal(sent.headers.authorization, 'Bearer sk-upstream');
+    assert.deepEqual(sent.body, {
+      model: 'gpt-4o-mini',
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: 'Weather in Paris?' },
+        {
+          role: 'assistant',
+          content: null,
+          tool_calls: [
+            { id: 'call_1', type: 'function', function: { name: 'weather', arguments: '{"city":"Paris"}' } },
+          ],
+        },
+        { role: 'tool', tool_call_id: 'call_1', content: '{"temp":21}' },
+      ],
+      tools: [
+        {
+          type: 'function',
+          function: {
+            name: 'weather',
+            parameters: { type: 'object', properties: { city: { type: 'string' } } },
+          },
+        },
+      ],
+      max_completion_tokens: 100,
+      temperature: 0.2,
+      stop: ['END'],
+    });
+    assert.equal(result.text, 'Sunny, 21°C.');
+    assert.equal(result.finishReason, 'stop');
+    assert.equal(result.id, 'chatcmpl-1');
+    assert.deepEqual(result.usage, {
+      inputTokens: 30,
+      outputTokens: 6,
+      cachedInputTokens: 0,
+      cacheWriteTokens: 0,
+      reasoningTokens: 0,
+    });
+  });
+
+  it('streams text, reasoning, tool calls, usage and finish as typed parts', async () => {
+    upstream.handle((_request, response) =>
+      writeSse(response, [
+        chunk({ role: 'assistant', content: '' }),
+        chunk({ reasoning_content: 'thinking' }),
+        chunk({ content: 'Hel' }),
+        chunk({ content: 'lo' }),
+        chunk({
+          tool_calls: [
+            { index: 0, id: 'call_9', type: 'function', function: { name: 'weather', arguments: '' } },
+          ],
+        }),
+        chunk({ tool_calls: [{ index: 0, function: { arguments: '{"city":' } }] }),
+        chunk({ tool_calls: [{ index: 0, function: { arguments: '"Oslo"}' } }] }),
+        chunk({}, 'tool_calls'),
+        usageChunk,
+        '[DONE]',
+      ]),
+    );
+    const parts = await collect(adapter.stream(call()));
+    assert.deepEqual(upstream.requests.at(-1)!.body, {
+      ...(upstream.requests.at(-1)!.body as object),
+      stream: true,
+      stream_options: { include_usage: true },
+    });
+    assert.deepEqual(parts, [
+      { type: 'response-metadata', id: 'chatcmpl-abc', model: 'gpt-4o-mini-2024-07-18' },
+      { type: 'reasoning-delta', delta: 'thinking' },
+      { type: 'text-delta', delta: 'Hel' },
+      { type: 'text-delta', delta: 'lo' },
+      { type: 'tool-call-start', index: 0, callId: 'call_9', name: 'weather' },
+      { type: 'tool-call-delta', index: 0, argumentsDelta: '{"city":' },
+      { type: 'tool-call-delta', index: 0, argumentsDelta: '"Oslo"}' },
+      { type: 'tool-call-end', index: 0 },
+      {
+        type: 'usage',
+        usage: {
+          inputTokens: 21,
+          outputTokens: 5,
+          cachedInputTokens: 8,
+          cacheWriteTokens: 0,
+          reasoningTokens: 2,
+        },
+      },
+      { type: 'finish', reason: 'tool-calls', nativeReason: 'tool_calls' },
+    ]);
+  });
+
+  it('reports a 429 with its message and Retry-After as a retryable error', async () => {
+    upstream.handle((_request, response) => {
+      response.writeHead(429, { 'content-type': 'application/json', 'retry-after': '17' }).end(
+        JSON.stringify({
+          error: {
+            message: 'Rate limit reached for gpt-4o-mini',
+            type: 'requests',
+            code: 'rate_limit_exceeded',
+          },
+        }),
+      );
+    });
+    const error = await adapter.generate(call()).catch((caught: unknown) => caught);
+    assert.ok(error instanceof UpstreamError);
+    assert.equal(error.status, 429);
+    assert.equal(error.retryable, true);
+    assert.equal(error.retryAfterSeconds, 17);
+    assert.equal(error.message, 'Rate limit reached for gpt-4o-mini');
+    // Streaming fails the same way, before any part.
+    await assert.rejects(
+      collect(adapter.stream(call())),
+      (caught: unknown) => caught instanceof UpstreamError && caught.status === 429,
+    );
+  });
+
+  it('treats a 400 as not retryable, an HTML 502 and invalid JSON as retryable upstream faults', async () => {
+    upstream.handle((_request, response) => {
+      response
+        .writeHead(400, { 'content-type': 'application/json' })
+        .end('{"error":{"message":"Invalid tools"}}');
+    });
+    const invalid = await adapter.generate(call()).catch((caught: unknown) => caught);
+    assert.ok(invalid instanceof UpstreamError && invalid.status === 400 && invalid.retryable === false);
+
+    upstream.handle((_request, response) => {
+      response.writeHead(502, { 'content-type': 'text/html' }).end('<html><body>Bad Gateway</body></html>');
+    });
+    const html = await adapter.generate(call()).catch((caught: unknown) => caught);
+    assert.ok(html instanceof UpstreamError && html.status === 502 && html.retryable);
+    assert.equal(html.message, 'Upstream returned HTTP 502');
+    assert.match(html.raw ?? '', /Bad Gateway/);
+
+    upstream.handle((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' }).end('{"choices": [');
+    });
+    const garbled = await adapter.generate(call()).catch((caught: unknown) => caught);
+    assert.ok(garbled instanceof UpstreamError && garbled.kind === 'invalid-response' && garbled.retryable);
+  });
+
+  it('turns a stream cut mid-frame after output into an in-band error part', async () => {
+    upstream.handle(async (_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.write(`data: ${chunk({ content: 'partial' })}\n\n`);
+      response.write('data: {"id":"chatcmpl-abc","choi');
+      // Let the bytes leave before the connection drops, as a real cut mid-frame does.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      response.destroy();
+    });
+    const parts = await collect(adapter.stream(call()));
+    assert.deepEqual(parts.slice(0, 2), [
+      { type: 'response-metadata', id: 'chatcmpl-abc', model: 'gpt-4o-mini-2024-07-18' },
+      { type: 'text-delta', delta: 'partial' },
+    ]);
+    const last = parts.at(-1)!;
+    assert.equal(last.type, 'error');
+    assert.ok(last.type === 'error' && last.error.retryable);
+  });
+
+  it('throws a timeout when no output arrives before the first-token timeout, and when headers never come', async () => {
+    upstream.handle(async (_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.write(`data: ${chunk({ role: 'assistant', content: '' })}\n\n`);
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      response.end();
+    });
+    const started = Date.now();
+    await assert.rejects(
+      collect(adapter.stream(call({ timeouts: { headersMs: 2000, firstTokenMs: 150, idleMs: 5000 } }))),
+      (caught: unknown) => caught instanceof UpstreamError && caught.kind === 'timeout' && caught.retryable,
+    );
+    assert.ok(Date.now() - started < 900, 'the first-token timeout fired before the upstream finished');
+
+    upstream.handle(() => {
+      // never answers
+    });
+    await assert.rejects(
+      adapter.generate(call({ timeouts: { headersMs: 150, firstTokenMs: 2000, idleMs: 2000 } })),
+      (caught: unknown) => caught instanceof UpstreamError && caught.kind === 'timeout',
+    );
+  });
+
+  it('stops reading and reports an abort when the caller aborts', async () => {
+    upstream.handle((_request, response) =>
+      writeSse(
+        response,
+        [chunk({ content: 'a' }), chunk({ content: 'b' }), chunk({}, 'stop'), '[DONE]'],
+        200,
+      ),
+    );
+    const controller = new AbortController();
+    const parts: StreamPart[] = [];
+    for await (const part of adapter.stream(call({ signal: controller.signal }))) {
+      parts.push(part);
+      if (part.type === 'text-delta') controller.abort();
+    }
+    assert.deepEqual(
+      parts.map((part) => part.type),
+      ['response-metadata', 'text-delta', 'error'],
+    );
+    const last = parts.at(-1)!;
+    assert.ok(last.type === 'error' && last.error.kind === 'aborted' && !last.error.retryable);
+  });
+});
