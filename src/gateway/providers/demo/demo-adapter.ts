@@ -1,0 +1,170 @@
+import type { InputItem } from '../../../spec/generation-request.js';
+import type { AdapterCall, ProviderAdapter } from '../../../spec/provider-adapter.js';
+import type { GenerationResult, StreamPart } from '../../../spec/stream-part.js';
+import { UpstreamError } from '../../../spec/upstream-error.js';
+import type { Usage } from '../../../spec/usage.js';
+
+/**
+ * The built-in demo provider: deterministic, zero-priced models that answer in-process, so a fresh
+ * install serves a real request end to end and tests exercise failover without any network. The
+ * upstream model id selects the behaviour.
+ */
+export const demoModels = {
+  /** Repeats the last user message. */
+  echo: 'echo',
+  /** Streams a fixed sentence word by word (and calls the first tool when tools are given). */
+  scripted: 'scripted',
+  /** Fails with HTTP 429 and Retry-After: 1 before any output. */
+  rateLimited: 'fail-429',
+  /** Fails with HTTP 500 before any output. */
+  serverError: 'fail-500',
+  /** Sends nothing until the caller's first-token timeout has passed. */
+  slowFirstToken: 'slow-first-token',
+  /** Sends two words, then the stream breaks. */
+  cutMidStream: 'cut-mid-stream',
+} as const;
+
+export const SCRIPTED_TEXT = 'The quick brown fox jumps over the lazy dog.';
+
+/** Rough token count for usage: one token per four characters, at least one for non-empty text. */
+const tokens = (text: string): number => (text.length === 0 ? 0 : Math.max(1, Math.ceil(text.length / 4)));
+
+function inputText(instructions: string | undefined, input: InputItem[]): string {
+  const texts = input.flatMap((item) => {
+    if (item.type === 'message')
+      return item.content.flatMap((part) => (part.type === 'text' ? [part.text] : []));
+    return item.type === 'function-call' ? [item.arguments] : [item.output];
+  });
+  return [instructions ?? '', ...texts].join('\n');
+}
+
+function lastUserText(input: InputItem[]): string {
+  for (let index = input.length - 1; index >= 0; index -= 1) {
+    const item = input[index];
+    if (item?.type === 'message' && item.role === 'user') {
+      return item.content.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('');
+    }
+  }
+  return '';
+}
+
+function usageFor(call: AdapterCall, output: string): Usage {
+  return {
+    inputTokens: tokens(inputText(call.request.instructions, call.request.input)),
+    outputTokens: tokens(output),
+    cachedInputTokens: 0,
+    cacheWriteTokens: 0,
+    reasoningTokens: 0,
+  };
+}
+
+const wait = (ms: number, signal: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    const timer = setTimeout(resolve, ms);
+    signal.addEventListener(
+      'abort',
+      () => {
+        clearTimeout(timer);
+        reject(new UpstreamError({ message: 'The request was aborted', kind: 'aborted' }));
+      },
+      { once: true },
+    );
+  });
+
+function failureFor(model: string): UpstreamError | null {
+  if (model === demoModels.rateLimited) {
+    return new UpstreamError({
+      message: 'Demo provider: rate limited',
+      kind: 'http',
+      status: 429,
+      retryAfterSeconds: 1,
+    });
+  }
+  if (model === demoModels.serverError) {
+    return new UpstreamError({ message: 'Demo provider: internal error', kind: 'http', status: 500 });
+  }
+  if (!Object.values(demoModels).includes(model as never)) {
+    return new UpstreamError({ message: `Demo provider has no model "${model}"`, kind: 'http', status: 404 });
+  }
+  return null;
+}
+
+/** The words a model answers with: the echo of the last user turn, or the scripted sentence. */
+function answer(call: AdapterCall): string {
+  return call.request.model === demoModels.echo ? lastUserText(call.request.input) : SCRIPTED_TEXT;
+}
+
+export function createDemoAdapter(): ProviderAdapter {
+  return {
+    protocol: 'demo',
+
+    async generate(call): Promise<GenerationResult> {
+      const failure = failureFor(call.request.model);
+      if (failure) throw failure;
+      if (call.request.model === demoModels.slowFirstToken) {
+        await wait(call.timeouts.firstTokenMs + 50, call.signal);
+        throw new UpstreamError({
+          message: 'Demo provider: no output before the first-token timeout',
+          kind: 'timeout',
+        });
+      }
+      if (call.request.model === demoModels.cutMidStream) {
+        throw new UpstreamError({ message: 'Demo provider: connection cut', kind: 'connection' });
+      }
+      const tool = call.request.model === demoModels.scripted ? call.request.tools?.[0] : undefined;
+      const text = tool ? '' : answer(call);
+      const limit = call.request.maxOutputTokens;
+      const truncated = limit !== undefined && tokens(text) > limit ? text.slice(0, limit * 4) : text;
+      return {
+        id: 'demo-generation',
+        model: call.request.model,
+        text: truncated,
+        reasoning: '',
+        toolCalls: tool ? [{ callId: 'call_demo_0', name: tool.name, arguments: '{}' }] : [],
+        usage: usageFor(call, truncated),
+        finishReason: tool ? 'tool-calls' : truncated.length < text.length ? 'length' : 'stop',
+        nativeFinishReason: tool ? 'tool_calls' : truncated.length < text.length ? 'length' : 'stop',
+      };
+    },
+
+    async *stream(call): AsyncGenerator<StreamPart> {
+      const failure = failureFor(call.request.model);
+      if (failure) throw failure;
+      if (call.request.model === demoModels.slowFirstToken) {
+        await wait(call.timeouts.firstTokenMs + 50, call.signal);
+        throw new UpstreamError({
+          message: 'Demo provider: no output before the first-token timeout',
+          kind: 'timeout',
+        });
+      }
+      yield { type: 'response-metadata', id: 'demo-generation', model: call.request.model };
+      if (call.request.model === demoModels.cutMidStream) {
+        yield { type: 'text-delta', delta: 'The ' };
+        yield { type: 'text-delta', delta: 'quick ' };
+        yield {
+          type: 'error',
+          error: new UpstreamError({ message: 'Demo provider: connection cut', kind: 'connection' }),
+        };
+        return;
+      }
+      const result = await this.generate(call);
+      for (const [index, toolCall] of result.toolCalls.entries()) {
+        yield { type: 'tool-call-start', index, callId: toolCall.callId, name: toolCall.name };
+        yield { type: 'tool-call-delta', index, argumentsDelta: toolCall.arguments };
+        yield { type: 'tool-call-end', index };
+      }
+      for (const word of result.text.match(/\S+\s*/g) ?? []) {
+        if (call.signal.aborted) {
+          yield {
+            type: 'error',
+            error: new UpstreamError({ message: 'The request was aborted', kind: 'aborted' }),
+          };
+          return;
+        }
+        yield { type: 'text-delta', delta: word };
+      }
+      yield { type: 'usage', usage: result.usage };
+      yield { type: 'finish', reason: result.finishReason, nativeReason: result.nativeFinishReason };
+    },
+  };
+}
