@@ -1,7 +1,8 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import Fastify, { type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
 import type { Redis } from 'ioredis';
+import { pino } from 'pino';
 import { creditRoutes } from './admin/credits/credit-routes.js';
 import { createKeyCache } from './admin/keys/key-cache.js';
 import { createKeyRepository } from './admin/keys/key-repository.js';
@@ -24,7 +25,8 @@ import { type ChangeBus, createLocalChangeBus, createRedisChangeBus } from './pl
 import { type Clock, systemClock } from './platform/clock.js';
 import { installGracefulClose } from './platform/graceful-close.js';
 import { installMetrics } from './platform/metrics.js';
-import { connectRedis } from './platform/redis.js';
+import { connectRedis, whenReady } from './platform/redis.js';
+import { throttled } from './platform/throttled.js';
 import { installValidators } from './platform/validation.js';
 import { openStorage, type Storage } from './storage/database.js';
 import { initializeStorage } from './storage/initialize.js';
@@ -45,7 +47,10 @@ export interface BuildOptions {
 
 /** Opens storage (migrating and seeding it) and builds every service; shared by the server and the CLI. */
 export async function buildServices(
-  options: BuildOptions & { redis?: { publisher: Redis; subscriber: Redis } | null },
+  options: BuildOptions & {
+    redis?: { publisher: Redis; subscriber: Redis } | null;
+    onRedisError?: (error: unknown) => void;
+  },
 ) {
   const { config } = options;
   const clock = options.clock ?? systemClock;
@@ -57,7 +62,11 @@ export async function buildServices(
     throw error;
   }
   const bus = options.redis
-    ? createRedisChangeBus({ ...options.redis, prefix: config.redis_prefix })
+    ? createRedisChangeBus({
+        ...options.redis,
+        prefix: config.redis_prefix,
+        onError: options.onRedisError ?? (() => {}),
+      })
     : createLocalChangeBus();
   const keyRepository = createKeyRepository(storage);
   const cache = createKeyCache({ repository: keyRepository, bus, clock });
@@ -78,12 +87,24 @@ export async function buildApp(options: BuildOptions): Promise<{ app: FastifyIns
   const clock = options.clock ?? systemClock;
   // Built before any connection opens: a bad catalogue config fails the start with nothing to close.
   const catalog = buildCatalog({ config, now: clock.now() });
+  const logger = pino({ level: config.log_level });
+  // Redis trouble repeats on every request while it lasts; one line per half minute says enough.
+  const onRedisError = throttled(30_000, (error: unknown) =>
+    logger.warn({ err: error }, 'redis unavailable: rate limits count locally, invalidations stay local'),
+  );
   const redis = config.redis_url
-    ? { publisher: connectRedis(config.redis_url), subscriber: connectRedis(config.redis_url) }
+    ? {
+        publisher: connectRedis(config.redis_url, onRedisError),
+        subscriber: connectRedis(config.redis_url, onRedisError),
+      }
     : null;
+  if (redis) {
+    const ready = await Promise.all([whenReady(redis.publisher, 2000), whenReady(redis.subscriber, 2000)]);
+    if (!ready.every(Boolean)) logger.warn('redis is not reachable at start; running degraded until it is');
+  }
   let services: Awaited<ReturnType<typeof buildServices>>;
   try {
-    services = await buildServices({ ...options, clock, redis });
+    services = await buildServices({ ...options, clock, redis, onRedisError });
   } catch (error) {
     redis?.publisher.disconnect();
     redis?.subscriber.disconnect();
@@ -91,7 +112,7 @@ export async function buildApp(options: BuildOptions): Promise<{ app: FastifyIns
   }
 
   const app = Fastify({
-    logger: { level: config.log_level },
+    loggerInstance: logger as FastifyBaseLogger,
     bodyLimit: config.limits.body_bytes,
     forceCloseConnections: 'idle',
     // The 503 of a closing server goes through our renderer (graceful-close), not Fastify's own body.
@@ -113,8 +134,7 @@ export async function buildApp(options: BuildOptions): Promise<{ app: FastifyIns
           ...settings,
           redis: redis.publisher,
           prefix: config.redis_prefix,
-          onError: (error) =>
-            app.log.warn({ err: error }, 'redis rate limiter unavailable; counting locally'),
+          onError: onRedisError,
         })
       : createMemoryRateLimiter(settings);
   }

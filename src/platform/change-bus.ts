@@ -11,6 +11,11 @@ export type ChangeHandler = (message: string) => void;
 export interface ChangeBus {
   publish(topic: string, message: string): Promise<void>;
   subscribe(topic: string, handler: ChangeHandler): void;
+  /**
+   * Runs when messages may have been missed (the subscription was re-established after Redis was
+   * away): every cache must then forget what it holds.
+   */
+  onResync(handler: () => void): void;
   close(): Promise<void>;
 }
 
@@ -31,6 +36,7 @@ export function createLocalChangeBus(): ChangeBus {
   return {
     publish: async (topic, message) => table.run(topic, message),
     subscribe: (topic, handler) => table.add(topic, handler),
+    onResync: () => {},
     close: async () => {},
   };
 }
@@ -39,13 +45,25 @@ export function createRedisChangeBus(options: {
   publisher: Redis;
   subscriber: Redis;
   prefix: string;
+  onError: (error: unknown) => void;
 }): ChangeBus {
   const { publisher, subscriber, prefix } = options;
   const instance = randomUUID();
   const channel = `${prefix}changes`;
   const table = createHandlerTable();
-  // A failed subscribe is retried by ioredis on reconnect; it must not become an unhandled rejection.
-  subscriber.subscribe(channel).catch(() => {});
+  const resyncs: Array<() => void> = [];
+  // (Re)subscribe whenever the connection becomes ready. Anything published while this instance
+  // was not listening is lost, so every cache is dropped: the next lookups read the database.
+  const listen = () => {
+    subscriber.subscribe(channel).then(
+      () => {
+        for (const resync of resyncs) resync();
+      },
+      (error: unknown) => options.onError(error),
+    );
+  };
+  subscriber.on('ready', listen);
+  if (subscriber.status === 'ready') listen();
   subscriber.on('message', (_channel: string, raw: string) => {
     let parsed: { from?: unknown; topic?: unknown; message?: unknown };
     try {
@@ -60,9 +78,18 @@ export function createRedisChangeBus(options: {
   return {
     async publish(topic, message) {
       table.run(topic, message);
-      await publisher.publish(channel, JSON.stringify({ from: instance, topic, message }));
+      // The change is already committed and applied here; a Redis outage must not turn it into a
+      // failed request. Other instances catch up through their resync and the cache's time limit.
+      try {
+        await publisher.publish(channel, JSON.stringify({ from: instance, topic, message }));
+      } catch (error) {
+        options.onError(error);
+      }
     },
     subscribe: (topic, handler) => table.add(topic, handler),
+    onResync: (handler) => {
+      resyncs.push(handler);
+    },
     async close() {
       subscriber.disconnect();
     },

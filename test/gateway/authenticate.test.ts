@@ -141,3 +141,28 @@ describe('authentication', () => {
     assert.equal(response.body.data.is_management_key, true);
   });
 });
+
+describe('key cache time limit', () => {
+  it('looks a key up again after a minute, so a lost invalidation cannot keep a disabled key alive', async () => {
+    const clock = fixedClock(new Date('2026-03-10T12:00:00Z'));
+    const gateway = await startTestApp({ clock });
+    try {
+      const created = (await gateway.request('POST', '/api/v1/keys', { body: { name: 'ttl' } })).body;
+      assert.equal((await gateway.request('GET', '/api/v1/key', { key: created.key })).status, 200);
+      // Disable it behind the cache's back, as another instance would if its message were lost.
+      await gateway.services.storage.db
+        .updateTable('api_keys')
+        .set({ disabled: 1 })
+        .where('hash', '=', created.data.hash)
+        .execute();
+      assert.equal((await gateway.request('GET', '/api/v1/key', { key: created.key })).status, 200);
+      clock.advance(60_000);
+      assert.equal(
+        expectError(await gateway.request('GET', '/api/v1/key', { key: created.key }), 401),
+        'API key is disabled',
+      );
+    } finally {
+      await gateway.close();
+    }
+  });
+});

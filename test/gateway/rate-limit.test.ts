@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { type AddressInfo, createServer } from 'node:net';
 import { after, describe, it } from 'node:test';
 import { fixedClock } from '../../src/platform/clock.js';
 import { backend, expectError, isolatedDatabase, startTestApp, type TestApp } from '../helpers/test-app.js';
@@ -94,5 +95,38 @@ describe('per-key rate limits', () => {
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
     assert.equal(status, 401);
+  });
+});
+
+describe('with Redis configured but unreachable', () => {
+  it('serves requests and key changes at once, counting rate limits locally', async () => {
+    const port = await new Promise<number>((resolve) => {
+      const server = createServer();
+      server.listen(0, '127.0.0.1', () => {
+        const address = server.address() as AddressInfo;
+        server.close(() => resolve(address.port));
+      });
+    });
+    const gateway = await startTestApp({
+      config: {
+        redis_url: `redis://127.0.0.1:${port}`,
+        limits: { rate_limit: { requests: 2, window_seconds: 3600 } },
+      },
+    });
+    started.push(gateway);
+    const startedAt = Date.now();
+    const created = await gateway.request('POST', '/api/v1/keys', { body: { name: 'no-redis' } });
+    assert.equal(created.status, 200);
+    const disabled = await gateway.request('PATCH', `/api/v1/keys/${created.body.data.hash}`, {
+      body: { disabled: true },
+    });
+    assert.equal(disabled.status, 200);
+    assert.equal(
+      expectError(await gateway.request('GET', '/api/v1/key', { key: created.body.key }), 401),
+      'API key is disabled',
+    );
+    // The management key has made three requests now: the local limit of 2 applies.
+    expectError(await gateway.request('GET', '/api/v1/key'), 429);
+    assert.ok(Date.now() - startedAt < 1000, `took ${Date.now() - startedAt} ms`);
   });
 });

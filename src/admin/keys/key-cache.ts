@@ -12,6 +12,11 @@ const TOPIC = 'api-key';
 /** How long "no such key" is remembered, so a flood of made-up keys cannot reach the database. */
 const NEGATIVE_TTL_MS = 30_000;
 const MAX_NEGATIVE_ENTRIES = 10_000;
+/**
+ * How long a found key is trusted without looking again. Invalidations normally arrive at once; the
+ * time limit bounds the damage when one is lost (Redis away while another instance disabled a key).
+ */
+export const KEY_CACHE_MAX_AGE_MS = 60_000;
 
 /**
  * Keys and their recent usage, served from memory after the first lookup. Loads are coalesced
@@ -21,11 +26,18 @@ const MAX_NEGATIVE_ENTRIES = 10_000;
 export function createKeyCache(options: { repository: KeyRepository; bus: ChangeBus; clock: Clock }) {
   const { repository, bus, clock } = options;
   const entries = new Map<string, Promise<CachedKey | null>>();
+  const loadedAt = new Map<string, number>();
   const misses = new Map<string, number>();
 
   bus.subscribe(TOPIC, (hash) => {
     entries.delete(hash);
+    loadedAt.delete(hash);
     misses.delete(hash);
+  });
+  bus.onResync(() => {
+    entries.clear();
+    loadedAt.clear();
+    misses.clear();
   });
 
   async function load(hash: string): Promise<CachedKey | null> {
@@ -39,18 +51,25 @@ export function createKeyCache(options: { repository: KeyRepository; bus: Change
     async get(hash: string): Promise<CachedKey | null> {
       const missedAt = misses.get(hash);
       if (missedAt !== undefined && clock.now().getTime() - missedAt < NEGATIVE_TTL_MS) return null;
+      const now = clock.now().getTime();
       let entry = entries.get(hash);
+      if (entry && now - (loadedAt.get(hash) ?? now) >= KEY_CACHE_MAX_AGE_MS) entry = undefined;
       if (!entry) {
         entry = load(hash);
         entries.set(hash, entry);
+        loadedAt.set(hash, now);
         entry.then(
           (found) => {
             if (found) return;
             entries.delete(hash);
+            loadedAt.delete(hash);
             if (misses.size >= MAX_NEGATIVE_ENTRIES) misses.delete(misses.keys().next().value as string);
             misses.set(hash, clock.now().getTime());
           },
-          () => entries.delete(hash),
+          () => {
+            entries.delete(hash);
+            loadedAt.delete(hash);
+          },
         );
       }
       return entry;

@@ -53,16 +53,27 @@ export function createRedisRateLimiter(
   settings: WindowSettings & { redis: Redis; prefix: string; onError: (error: unknown) => void },
 ): RateLimiter {
   const fallback = createMemoryRateLimiter(settings);
+  // Defined once: ioredis then sends EVALSHA with the script's hash, not the script, per request.
+  const redis = settings.redis as Redis & {
+    switchyardRateLimitIncrement?: (key: string, ttl: string) => Promise<number>;
+  };
+  if (!redis.switchyardRateLimitIncrement) {
+    redis.defineCommand('switchyardRateLimitIncrement', { numberOfKeys: 1, lua: incrementScript });
+  }
+  const increment = (key: string, ttl: string) =>
+    (redis.switchyardRateLimitIncrement as (key: string, ttl: string) => Promise<number>).call(
+      redis,
+      key,
+      ttl,
+    );
   return {
     async hit(subject) {
       const index = Math.floor(settings.now() / 1000 / settings.windowSeconds);
       try {
-        const count = (await settings.redis.eval(
-          incrementScript,
-          1,
+        const count = await increment(
           `${settings.prefix}rl:${subject}:${index}`,
           String(settings.windowSeconds * 1000 + 1000),
-        )) as number;
+        );
         return decide(count, settings, index);
       } catch (error) {
         // Redis being away must not take the gateway down: count locally until it returns.
