@@ -81,6 +81,18 @@ export async function buildServices(
   return { storage, keys, credits, bus, cache, clock };
 }
 
+/**
+ * Absolute links (RSS) use `public_url` when set; otherwise the address the server listens on, never
+ * the request's Host header, which any client can set.
+ */
+function publicUrl(app: FastifyInstance, config: Config): string {
+  if (config.public_url) return config.public_url.replace(/\/+$/, '');
+  const address = app.server.address();
+  const port = address && typeof address === 'object' ? address.port : config.port;
+  const host = ['0.0.0.0', '::', ''].includes(config.host) ? '127.0.0.1' : config.host;
+  return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+}
+
 /** The one composition root: config in, a ready (not yet listening) Fastify app out. */
 export async function buildApp(options: BuildOptions): Promise<{ app: FastifyInstance; services: Services }> {
   const { config } = options;
@@ -171,7 +183,7 @@ export async function buildApp(options: BuildOptions): Promise<{ app: FastifyIns
       );
       await api.register(keyRoutes(services.keys));
       await api.register(creditRoutes(services.credits));
-      await api.register(catalogRoutes({ catalog, clock }));
+      await api.register(catalogRoutes({ catalog, clock, publicUrl: () => publicUrl(app, config) }));
     },
     { prefix: API_PREFIX },
   );

@@ -28,12 +28,28 @@ const tags = ['Models'];
 
 const jsonBody = (value: unknown) => new EncodedBody(Buffer.from(JSON.stringify(value)), JSON_TYPE);
 
-function send(request: FastifyRequest, reply: FastifyReply, body: EncodedBody) {
+/** Prepared bodies kept for distinct /models queries; the unfiltered list is held apart from it. */
+const CACHE_BYTES = 32 * 1024 * 1024;
+
+async function send(request: FastifyRequest, reply: FastifyReply, body: EncodedBody) {
   const encoding = chooseEncoding(request.headers['accept-encoding'], body.identity.length);
   reply.header('content-type', body.contentType).header('vary', 'accept-encoding');
   if (encoding !== 'identity') reply.header('content-encoding', encoding);
-  return reply.send(body.get(encoding));
+  return reply.send(await body.get(encoding));
 }
+
+const enumeratedParameters = [
+  'category',
+  'sort',
+  'zdr',
+  'region',
+  'distillable',
+  'use_rss',
+  'use_rss_chat_links',
+];
+
+/** `use_rss` is "supplied" in any of its true spellings: `true`, `1`, or empty (`?use_rss`). */
+const isTrue = (value: string | undefined): boolean => value === 'true' || value === '1' || value === '';
 
 /** The query's known parameters in a fixed order: equal queries share one prepared body. */
 function cacheKey(query: Record<string, unknown>, names: readonly string[]): string {
@@ -46,32 +62,35 @@ function cacheKey(query: Record<string, unknown>, names: readonly string[]): str
  * brotli forms, per distinct query.
  */
 export const catalogRoutes =
-  (options: { catalog: Catalog; clock: Clock }): FastifyPluginAsync =>
+  (options: { catalog: Catalog; clock: Clock; publicUrl: () => string }): FastifyPluginAsync =>
   async (plugin) => {
-    const { catalog, clock } = options;
+    const { catalog, clock, publicUrl } = options;
     const app = plugin.withTypeProvider<TypeBoxTypeProvider>();
     const modelParameters = Object.keys(ModelsQuery.properties);
-    const bodies = new BodyCache(256);
+    const bodies = new BodyCache(CACHE_BYTES);
     const now = () => clock.now();
 
-    const listBody = (query: ModelsQueryInput, origin: string) => {
+    const listBody = (query: ModelsQueryInput, onGrow?: (bytes: number) => void) => {
       const selected = selectModels(catalog.models, query, now);
-      if (query.use_rss === 'true') {
+      if (isTrue(query.use_rss)) {
         const xml = renderRss({
           models: selected,
-          origin,
-          chatLinks: query.use_rss_chat_links === 'true',
+          origin: publicUrl(),
+          chatLinks: isTrue(query.use_rss_chat_links),
           now: now(),
         });
-        return new EncodedBody(Buffer.from(xml), RSS_TYPE);
+        return new EncodedBody(Buffer.from(xml), RSS_TYPE, onGrow);
       }
       return new EncodedBody(
         Buffer.from(`{"data":[${selected.map((model) => model.json).join(',')}]}`),
         JSON_TYPE,
+        onGrow,
       );
     };
-    // The unfiltered list (default output_modalities=text) is prepared before the first request.
-    bodies.get(cacheKey({}, modelParameters), () => listBody({}, ''));
+    // The unfiltered list (default output_modalities=text) is prepared before the first request and
+    // kept outside the cache, so no flood of distinct queries can push it out.
+    const unfilteredKey = cacheKey({}, modelParameters);
+    const unfiltered = listBody({});
 
     app.get(
       '/models',
@@ -86,22 +105,23 @@ export const catalogRoutes =
         // Enumerated values are read case-insensitively, like every other string of the query.
         preValidation: async (request) => {
           const query = request.query as Record<string, unknown>;
-          for (const name of ['category', 'sort']) {
-            if (typeof query[name] === 'string') query[name] = (query[name] as string).toLowerCase();
+          for (const name of enumeratedParameters) {
+            if (typeof query[name] === 'string') query[name] = (query[name] as string).trim().toLowerCase();
           }
         },
       },
       async (request, reply) => {
         const query = request.query;
-        const rss = query.use_rss === 'true';
-        const origin = rss ? `${request.protocol}://${request.host}` : '';
-        const ageDependent = query.min_age_days !== undefined || query.max_age_days !== undefined;
-        // Ages move with the clock, so such answers are kept only for the day they were computed.
-        const key = `${cacheKey(query, modelParameters)}${origin}${ageDependent ? Math.floor(now().getTime() / 86_400_000) : ''}`;
+        const key = cacheKey(query, modelParameters);
+        if (key === unfilteredKey) return send(request, reply, unfiltered);
+        // Ages move with the clock (each model's at its own time of day), so such answers are not kept.
+        if (query.min_age_days !== undefined || query.max_age_days !== undefined) {
+          return send(request, reply, listBody(query));
+        }
         return send(
           request,
           reply,
-          bodies.get(key, () => listBody(query, origin)),
+          bodies.get(key, (onGrow) => listBody(query, onGrow)),
         );
       },
     );
@@ -129,6 +149,8 @@ export const catalogRoutes =
         return send(request, reply, body);
       },
     );
+
+    const counts = new Map<string, EncodedBody>();
 
     const endpointListings = new Map<string, EncodedBody>();
     app.get(

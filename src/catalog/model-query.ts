@@ -27,6 +27,8 @@ const literals = <T extends string>(values: readonly T[]) =>
   Type.Unsafe<T>({ type: 'string', enum: [...values] });
 const bound = (description: string) => Type.Optional(Type.Number({ minimum: 0, description }));
 const flag = Type.Optional(literals(['true', 'false']));
+/** `use_rss` and `use_rss_chat_links`: supplied (`true`, `1`, empty) or not (`false`, `0`). */
+const rssFlag = Type.Optional(literals(['true', 'false', '1', '0', '']));
 
 /** GET /models query (spec 4.1). Unknown parameters are allowed and ignored. */
 export const ModelsQuery = Type.Object({
@@ -41,8 +43,8 @@ export const ModelsQuery = Type.Object({
     Type.String({ description: 'Comma-separated from text, image, audio, file, video' }),
   ),
   sort: Type.Optional(literals(sorts)),
-  use_rss: flag,
-  use_rss_chat_links: flag,
+  use_rss: rssFlag,
+  use_rss_chat_links: rssFlag,
   q: Type.Optional(Type.String({ description: 'Substring of the name, id or canonical slug' })),
   context: Type.Optional(Type.Integer({ exclusiveMinimum: 0, description: 'Minimum context length' })),
   min_price: bound('Minimum prompt price, USD per million tokens'),
@@ -91,12 +93,29 @@ function checkedList(name: string, value: string | undefined, allowed: string[])
   return items;
 }
 
-/** The `output_modalities` predicate, shared with /models/count: default text, `all` keeps everything. */
+/**
+ * `output_modalities` in one spelling: sorted, deduplicated, `all` alone, and `text` when absent or
+ * empty (an empty value means the default, as if it were not given). Refuses unknown modalities.
+ */
+export function normalizedOutputModalities(value: string | undefined): string {
+  const items = [...new Set(commaList(value))].sort();
+  if (items.length === 0) return 'text';
+  if (items.includes('all')) {
+    if (items.length > 1) {
+      throw invalidRequest(
+        'Invalid request parameters: querystring.output_modalities cannot combine "all" with other values',
+      );
+    }
+    return 'all';
+  }
+  return checkedList('output_modalities', items.join(','), outputModalities).join(',');
+}
+
+/** The `output_modalities` predicate, shared with /models/count; null when every model passes (`all`). */
 export function outputModalityPredicate(value: string | undefined): Predicate | null {
-  const items = value === undefined ? ['text'] : commaList(value);
-  if (items.length === 1 && items[0] === 'all') return null;
-  const listed = checkedList('output_modalities', items.join(','), outputModalities);
-  if (listed.length === 0) return null;
+  const normalized = normalizedOutputModalities(value);
+  if (normalized === 'all') return null;
+  const listed = normalized.split(',');
   return (facts) => listed.some((modality) => facts.outputModalities.has(modality));
 }
 

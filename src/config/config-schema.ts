@@ -76,6 +76,8 @@ export const ConfigSchema = Type.Object(
   {
     port: Type.Integer({ minimum: 0, maximum: 65_535 }),
     host: Type.String({ minLength: 1 }),
+    /** The gateway's address as clients see it (behind a proxy, say); used for absolute links. */
+    public_url: Type.Union([Type.String({ pattern: '^https?://[^/]+(/.*)?$' }), Type.Null()]),
     database_url: Type.String({ pattern: '^(sqlite:|postgres://|postgresql://)' }),
     /** PostgreSQL only: the schema that holds Switchyard's tables (created if absent). */
     database_schema: Type.String({ pattern: '^[a-z_][a-z0-9_]{0,62}$' }),
@@ -127,6 +129,7 @@ export type Config = Readonly<Static<typeof ConfigSchema>>;
 export const defaultConfig: Static<typeof ConfigSchema> = {
   port: 8080,
   host: '127.0.0.1',
+  public_url: null,
   database_url: 'sqlite:./data/switchyard.db',
   database_schema: 'public',
   redis_url: null,

@@ -14,6 +14,7 @@ type PlainObject = Record<string, unknown>;
 const envSettings: ReadonlyArray<{ env: string; key: string; kind: 'string' | 'integer' }> = [
   { env: 'PORT', key: 'port', kind: 'integer' },
   { env: 'HOST', key: 'host', kind: 'string' },
+  { env: 'PUBLIC_URL', key: 'public_url', kind: 'string' },
   { env: 'DATABASE_URL', key: 'database_url', kind: 'string' },
   { env: 'DATABASE_SCHEMA', key: 'database_schema', kind: 'string' },
   { env: 'REDIS_URL', key: 'redis_url', kind: 'string' },
