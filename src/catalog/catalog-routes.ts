@@ -17,6 +17,7 @@ import {
   CountQuery,
   ModelsQuery,
   type ModelsQueryInput,
+  normalizedOutputModalities,
   outputModalityPredicate,
   selectModels,
 } from './model-query.js';
@@ -126,6 +127,7 @@ export const catalogRoutes =
       },
     );
 
+    const counts = new Map<string, EncodedBody>();
     app.get(
       '/models/count',
       {
@@ -138,19 +140,20 @@ export const catalogRoutes =
         },
       },
       async (request, reply) => {
-        const key = `count:${request.query.output_modalities ?? ''}`;
-        const body = bodies.get(key, () => {
-          const predicate = outputModalityPredicate(request.query.output_modalities);
+        const modalities = normalizedOutputModalities(request.query.output_modalities);
+        let body = counts.get(modalities);
+        if (!body) {
+          const predicate = outputModalityPredicate(modalities);
           const count = predicate
             ? catalog.models.filter((model) => predicate(model.facts, model)).length
             : catalog.models.length;
-          return jsonBody({ data: { count } });
-        });
+          body = jsonBody({ data: { count } });
+          // Distinct normalized modality sets are few: subsets of four values, or all.
+          counts.set(modalities, body);
+        }
         return send(request, reply, body);
       },
     );
-
-    const counts = new Map<string, EncodedBody>();
 
     const endpointListings = new Map<string, EncodedBody>();
     app.get(
