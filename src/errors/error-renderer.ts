@@ -1,4 +1,5 @@
 import type { FastifyError, FastifyInstance } from 'fastify';
+import { NO_NUL_PATTERN } from '../platform/schema-types.js';
 import { AppError } from './app-error.js';
 
 export interface ErrorEnvelope {
@@ -37,8 +38,11 @@ function describeValidation(error: FastifyError): string {
     return `Invalid request parameters: ${part}.${name} is not a known field`;
   }
   const where = field ? `${part}.${field}` : part;
+  if (first.keyword === 'pattern' && params.pattern === NO_NUL_PATTERN) {
+    return `Invalid request parameters: ${where} must not contain NUL characters`;
+  }
   if (Array.isArray(params.allowedValues)) {
-    return `Invalid request parameters: ${where} must be one of: ${params.allowedValues.map(String).join(', ')}`;
+    return `Invalid request parameters: ${where} must be one of: ${params.allowedValues.map((value) => (value === null ? 'null' : String(value))).join(', ')}`;
   }
   return `Invalid request parameters: ${where} ${first.message ?? 'is invalid'}`;
 }

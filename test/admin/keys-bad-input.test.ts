@@ -29,7 +29,24 @@ describe('API keys refuse bad input with a 4xx that names the field, and change 
     ['non-numeric limit', { name: 'a', limit: 'ten' }, /body\.limit/],
     ['numeric string limit', { name: 'a', limit: '10' }, /body\.limit/],
     ['huge limit', { name: 'a', limit: 1e300 }, /body\.limit/],
-    ['unknown limit_reset', { name: 'a', limit_reset: 'hourly' }, /body\.limit_reset/],
+    [
+      'unknown limit_reset',
+      { name: 'a', limit_reset: 'hourly' },
+      /body\.limit_reset must be one of: daily, weekly, monthly, null/,
+    ],
+    ['NUL in name', { name: 'a\u0000b' }, /body\.name must not contain NUL characters/],
+    ['NUL in creator_user_id', { name: 'a', creator_user_id: '\u0000' }, /body\.creator_user_id/],
+    ['empty expires_at', { name: 'a', expires_at: '' }, /expires_at .*UTC/],
+    [
+      'expires_at on February 30',
+      { name: 'a', expires_at: '2099-02-30T00:00:00Z' },
+      /expires_at is not a valid date/,
+    ],
+    [
+      'expires_at at 24:00',
+      { name: 'a', expires_at: '2099-01-01T24:00:00Z' },
+      /expires_at is not a valid date/,
+    ],
     ['expires_at with +02:00', { name: 'a', expires_at: '2099-01-01T00:00:00+02:00' }, /expires_at .*UTC/],
     ['expires_at without timezone', { name: 'a', expires_at: '2099-01-01T00:00:00' }, /expires_at .*UTC/],
     ['expires_at without seconds', { name: 'a', expires_at: '2099-01-01T00:00Z' }, /expires_at/],
@@ -70,6 +87,7 @@ describe('API keys refuse bad input with a 4xx that names the field, and change 
   const updateCases: Array<[string, unknown, RegExp]> = [
     ['empty body', {}, /body must NOT have fewer than 1 properties/],
     ['empty name', { name: '' }, /body\.name/],
+    ['NUL in name', { name: '\u0000' }, /body\.name must not contain NUL characters/],
     ['negative limit', { limit: -0.01 }, /body\.limit/],
     ['string disabled', { disabled: 'yes' }, /body\.disabled must be boolean/],
     ['unknown limit_reset', { limit_reset: 'yearly' }, /body\.limit_reset/],

@@ -172,6 +172,8 @@ describe('API keys over HTTP', () => {
       assert.equal(created.status, 200);
       assert.equal(created.body.data.workspace_id, other);
     }
+    const upper = await gateway.request('GET', `/api/v1/keys?workspace_id=${other.toUpperCase()}`);
+    assert.equal(upper.status, 200, 'a UUID in upper case names the same workspace');
     const first = await gateway.request('GET', `/api/v1/keys?workspace_id=${other}`);
     assert.equal(first.body.data.length, 100);
     const second = await gateway.request('GET', `/api/v1/keys?workspace_id=${other}&offset=100`);

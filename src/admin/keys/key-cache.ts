@@ -1,7 +1,7 @@
 import { earliestWindowDay, utcDay } from '../../billing/usage-windows.js';
 import type { ChangeBus } from '../../platform/change-bus.js';
 import type { Clock } from '../../platform/clock.js';
-import type { KeyRepository, KeyRow, KeyUsageRows } from './key-repository.js';
+import { emptyUsage, type KeyRepository, type KeyRow, type KeyUsageRows } from './key-repository.js';
 
 export interface CachedKey {
   row: KeyRow;
@@ -44,7 +44,7 @@ export function createKeyCache(options: { repository: KeyRepository; bus: Change
     const row = await repository.findByHash(hash);
     if (!row) return null;
     const usage = (await repository.usageFor([hash], earliestWindowDay(clock.now()))).get(hash);
-    return { row, usage: usage ?? { lifetime: { usage: 0, byok: 0 }, days: [] } };
+    return { row, usage: usage ?? emptyUsage() };
   }
 
   return {

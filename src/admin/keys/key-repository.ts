@@ -19,6 +19,16 @@ export function createKeyRepository(storage: Storage) {
       await db.insertInto('api_keys').values(row).execute();
     },
 
+    /** Inserts unless a key with this hash exists; true when this call inserted it. */
+    async insertIfAbsent(row: KeyRow): Promise<boolean> {
+      const result = await db
+        .insertInto('api_keys')
+        .values(row)
+        .onConflict((conflict) => conflict.column('hash').doNothing())
+        .executeTakeFirst();
+      return Number(result.numInsertedOrUpdatedRows ?? 0) > 0;
+    },
+
     async findByHash(hash: string): Promise<KeyRow | undefined> {
       return db.selectFrom('api_keys').selectAll().where('hash', '=', hash).executeTakeFirst();
     },

@@ -1,11 +1,7 @@
 import { Type } from 'typebox';
+import { storableText, stringEnum } from '../../platform/schema-types.js';
 
-const LimitReset = Type.Union([
-  Type.Literal('daily'),
-  Type.Literal('weekly'),
-  Type.Literal('monthly'),
-  Type.Null(),
-]);
+const LimitReset = stringEnum(['daily', 'weekly', 'monthly'], { nullable: true });
 /** Limits are capped so nano-dollar amounts stay exact in a JS number (see docs/decisions.md). */
 const LimitUsd = Type.Union([Type.Number({ minimum: 0, maximum: 1_000_000 }), Type.Null()]);
 const Usd = Type.Number();
@@ -46,14 +42,14 @@ export const KeyRecordSchema = Type.Object({
 
 export const CreateKeyBody = Type.Object(
   {
-    name: Type.String({ minLength: 1, maxLength: 200 }),
+    name: storableText({ minLength: 1, maxLength: 200 }),
     limit: Type.Optional(LimitUsd),
     limit_reset: Type.Optional(LimitReset),
     include_byok_in_limit: Type.Optional(Type.Boolean()),
     expires_at: Type.Optional(
       Type.Union([Type.String({ description: 'ISO 8601 in UTC (Z or +00:00), with seconds' }), Type.Null()]),
     ),
-    creator_user_id: Type.Optional(Type.Union([Type.String({ minLength: 1, maxLength: 256 }), Type.Null()])),
+    creator_user_id: Type.Optional(Type.Union([storableText({ minLength: 1, maxLength: 256 }), Type.Null()])),
     workspace_id: Type.Optional(Type.String({ format: 'uuid' })),
   },
   { additionalProperties: false },
@@ -61,7 +57,7 @@ export const CreateKeyBody = Type.Object(
 
 export const UpdateKeyBody = Type.Object(
   {
-    name: Type.Optional(Type.String({ minLength: 1, maxLength: 200 })),
+    name: Type.Optional(storableText({ minLength: 1, maxLength: 200 })),
     disabled: Type.Optional(Type.Boolean()),
     limit: Type.Optional(LimitUsd),
     limit_reset: Type.Optional(LimitReset),
@@ -72,7 +68,7 @@ export const UpdateKeyBody = Type.Object(
 
 export const ListKeysQuery = Type.Object(
   {
-    include_disabled: Type.Optional(Type.Union([Type.Literal('true'), Type.Literal('false')])),
+    include_disabled: Type.Optional(stringEnum(['true', 'false'])),
     offset: Type.Optional(Type.Integer({ minimum: 0, maximum: 1_000_000_000 })),
     workspace_id: Type.Optional(Type.String({ format: 'uuid' })),
   },

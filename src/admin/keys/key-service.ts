@@ -5,8 +5,8 @@ import type { Clock } from '../../platform/clock.js';
 import { hashApiKey, maskApiKey, newApiKeySecret } from '../../platform/ids.js';
 import type { WorkspaceRepository } from '../workspaces/workspace-repository.js';
 import type { KeyCache } from './key-cache.js';
-import { type KeyRecord, keySpend, toKeyRecord } from './key-record.js';
-import type { KeyRepository, KeyRow } from './key-repository.js';
+import { type KeyRecord, toKeyRecord } from './key-record.js';
+import { emptyUsage, type KeyRepository, type KeyRow } from './key-repository.js';
 
 export type LimitReset = 'daily' | 'weekly' | 'monthly';
 
@@ -40,8 +40,10 @@ function parseExpiry(value: string, now: Date): string {
     );
   }
   const at = new Date(value);
-  if (Number.isNaN(at.getTime()))
-    throw invalidRequest('Invalid request parameters: body.expires_at is not a valid date');
+  // Date() rolls impossible dates over (Feb 30 → Mar 2, 24:00 → next day); a round trip catches them.
+  if (Number.isNaN(at.getTime()) || at.toISOString().slice(0, 19) !== value.slice(0, 19).toUpperCase()) {
+    throw invalidRequest('Invalid request parameters: body.expires_at is not a valid date and time');
+  }
   if (at.getTime() <= now.getTime())
     throw invalidRequest('Invalid request parameters: body.expires_at must be in the future');
   return at.toISOString();
@@ -62,7 +64,8 @@ export function createKeyService(options: {
       if (!fallback) throw new AppError('server', 'The default workspace is missing');
       return fallback.id;
     }
-    const found = await workspaces.findById(id);
+    // UUIDs are stored lowercase; clients may write them in either case.
+    const found = await workspaces.findById(id.toLowerCase());
     if (!found) throw invalidRequest(`Invalid request parameters: ${field} names no existing workspace`);
     return found.id;
   }
@@ -70,10 +73,12 @@ export function createKeyService(options: {
   async function recordOf(row: KeyRow): Promise<KeyRecord> {
     const now = clock.now();
     const usage = (await keys.usageFor([row.hash], earliestWindowDay(now))).get(row.hash);
-    return toKeyRecord(row, usage ?? { lifetime: { usage: 0, byok: 0 }, days: [] }, now);
+    return toKeyRecord(row, usage ?? emptyUsage(), now);
   }
 
-  async function insertKey(input: CreateKeyInput & { management: boolean; secret?: string }) {
+  async function insertKey(
+    input: CreateKeyInput & { management: boolean; secret?: string; ifAbsent?: boolean },
+  ) {
     const now = clock.now();
     const workspaceId = await resolveWorkspace(input.workspace_id, 'body.workspace_id');
     const secret = input.secret ?? newApiKeySecret();
@@ -86,28 +91,35 @@ export function createKeyService(options: {
       limit_nanos: input.limit === undefined || input.limit === null ? null : usdToNanos(input.limit),
       limit_reset: input.limit_reset ?? null,
       include_byok_in_limit: input.include_byok_in_limit ? 1 : 0,
-      expires_at: input.expires_at ? parseExpiry(input.expires_at, now) : null,
+      expires_at:
+        input.expires_at === undefined || input.expires_at === null
+          ? null
+          : parseExpiry(input.expires_at, now),
       creator_user_id: input.creator_user_id ?? null,
       workspace_id: workspaceId,
       created_at: now.toISOString(),
       updated_at: null,
     };
-    await keys.insert(row);
+    if (input.ifAbsent) {
+      // Several instances may register the same bootstrap key at once; one insert wins, quietly.
+      if (!(await keys.insertIfAbsent(row))) return null;
+    } else {
+      await keys.insert(row);
+    }
     // A lookup of this hash may have been remembered as "unknown"; forget it everywhere.
     await cache.invalidate(row.hash);
-    return { data: toKeyRecord(row, { lifetime: { usage: 0, byok: 0 }, days: [] }, now), key: secret };
+    return { data: toKeyRecord(row, emptyUsage(), now), key: secret };
   }
 
   return {
-    create: (input: CreateKeyInput) => insertKey({ ...input, management: false }),
+    create: async (input: CreateKeyInput) => (await insertKey({ ...input, management: false }))!,
 
-    createManagementKey: (input: CreateKeyInput) => insertKey({ ...input, management: true }),
+    createManagementKey: async (input: CreateKeyInput) => (await insertKey({ ...input, management: true }))!,
 
     /** Registers the configured bootstrap secret as a management key unless it is already known. */
     async ensureBootstrapKey(secret: string): Promise<boolean> {
       if (await keys.findByHash(hashApiKey(secret))) return false;
-      await insertKey({ name: 'bootstrap', management: true, secret });
-      return true;
+      return (await insertKey({ name: 'bootstrap', management: true, secret, ifAbsent: true })) !== null;
     },
 
     async list(query: {
@@ -127,16 +139,20 @@ export function createKeyService(options: {
         rows.map((row) => row.hash),
         earliestWindowDay(now),
       );
-      return rows.map((row) =>
-        toKeyRecord(row, usage.get(row.hash) ?? { lifetime: { usage: 0, byok: 0 }, days: [] }, now),
-      );
+      return rows.map((row) => toKeyRecord(row, usage.get(row.hash) ?? emptyUsage(), now));
     },
 
     async listAll(): Promise<Array<KeyRecord & { is_management_key: boolean }>> {
       const rows = await keys.listAll();
-      return Promise.all(
-        rows.map(async (row) => ({ ...(await recordOf(row)), is_management_key: row.is_management === 1 })),
+      const now = clock.now();
+      const usage = await keys.usageFor(
+        rows.map((row) => row.hash),
+        earliestWindowDay(now),
       );
+      return rows.map((row) => ({
+        ...toKeyRecord(row, usage.get(row.hash) ?? emptyUsage(), now),
+        is_management_key: row.is_management === 1,
+      }));
     },
 
     async get(hash: string): Promise<KeyRecord> {
@@ -184,7 +200,6 @@ export function createKeyService(options: {
     current(entry: { row: KeyRow; usage: Parameters<typeof toKeyRecord>[1] }) {
       const now = clock.now();
       const record = toKeyRecord(entry.row, entry.usage, now);
-      const spend = keySpend(entry.usage, now);
       return {
         label: record.label,
         name: record.name,
@@ -201,7 +216,7 @@ export function createKeyService(options: {
         byok_usage_daily: record.byok_usage_daily,
         byok_usage_weekly: record.byok_usage_weekly,
         byok_usage_monthly: record.byok_usage_monthly,
-        is_free_tier: spend.paid.usage === 0,
+        is_free_tier: record.usage === 0,
         is_management_key: entry.row.is_management === 1,
         is_provisioning_key: entry.row.is_management === 1,
         creator_user_id: record.creator_user_id,

@@ -1,0 +1,26 @@
+import { type TSchema, type TUnsafe, Type } from 'typebox';
+
+/** Text that can be stored on both backends: PostgreSQL refuses the NUL character. */
+export const NO_NUL_PATTERN = '^[^\\u0000]*$';
+
+export const storableText = (
+  options: { minLength?: number; maxLength?: number; description?: string } = {},
+) => Type.String({ ...options, pattern: NO_NUL_PATTERN });
+
+/**
+ * A string enum (optionally also null) as a plain JSON Schema `enum`, so a refusal can list the
+ * allowed values instead of Ajv's "must be equal to constant".
+ */
+export function stringEnum<T extends string>(values: readonly T[]): TUnsafe<T>;
+export function stringEnum<T extends string>(
+  values: readonly T[],
+  options: { nullable: true },
+): TUnsafe<T | null>;
+export function stringEnum<T extends string>(
+  values: readonly T[],
+  options: { nullable?: boolean } = {},
+): TSchema {
+  return options.nullable
+    ? Type.Unsafe<T | null>({ type: ['string', 'null'], enum: [...values, null] })
+    : Type.Unsafe<T>({ type: 'string', enum: [...values] });
+}
