@@ -1,6 +1,6 @@
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
-import Fastify, { type FastifyBaseLogger, type FastifyInstance } from 'fastify';
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Redis } from 'ioredis';
 import { pino } from 'pino';
 import { creditRoutes } from './admin/credits/credit-routes.js';
@@ -13,7 +13,7 @@ import { createCreditLedger } from './billing/credit-ledger.js';
 import { buildCatalog } from './catalog/catalog.js';
 import { catalogRoutes } from './catalog/catalog-routes.js';
 import type { Config } from './config/config-schema.js';
-import { installErrorRenderer } from './errors/error-renderer.js';
+import { installErrorRenderer, renderClientError, renderError } from './errors/error-renderer.js';
 import { createAuthenticator } from './gateway/pipeline/authenticate.js';
 import {
   createMemoryRateLimiter,
@@ -127,6 +127,13 @@ export async function buildApp(options: BuildOptions): Promise<{ app: FastifyIns
     loggerInstance: logger as FastifyBaseLogger,
     bodyLimit: config.limits.body_bytes,
     forceCloseConnections: 'idle',
+    // Errors Fastify raises before routing (a malformed URL) go through the same renderer.
+    frameworkErrors: (error, _request, reply) => {
+      const rendered = renderError(error);
+      // The reply's types are generic over routes that do not exist yet; the envelope fits them all.
+      (reply as unknown as FastifyReply).code(rendered.status).send(rendered.body);
+    },
+    clientErrorHandler: renderClientError,
     // The 503 of a closing server goes through our renderer (graceful-close), not Fastify's own body.
     return503OnClosing: false,
     routerOptions: { ignoreTrailingSlash: true },

@@ -48,7 +48,14 @@ async function serve(config: Config): Promise<void> {
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
-  await app.listen({ port: config.port, host: config.host });
+  try {
+    await app.listen({ port: config.port, host: config.host });
+  } catch (error) {
+    // Nothing is served (the port is taken, say): release the database and Redis so the process
+    // exits with the error instead of idling on open connections.
+    await app.close();
+    throw error;
+  }
 }
 
 async function withServices<T>(

@@ -435,6 +435,27 @@ describe('the switchyard CLI', () => {
       await database.drop();
     });
 
+    it('exits 1 with the error when the port is taken, instead of idling on open connections', async () => {
+      const { createServer } = await import('node:net');
+      const blocker = createServer();
+      await new Promise<void>((resolve) => blocker.listen(0, '127.0.0.1', resolve));
+      const port = (blocker.address() as { port: number }).port;
+      try {
+        const run = await cli(
+          ['serve'],
+          childEnv(
+            database,
+            { PORT: String(port), HOST: '127.0.0.1', REDIS_PREFIX: `cli-test-${port}:` },
+            { keepRedis: true },
+          ),
+        );
+        assertExit(run, 1);
+        assert.match(run.stderr, /EADDRINUSE/);
+      } finally {
+        await new Promise<void>((resolve) => blocker.close(() => resolve()));
+      }
+    });
+
     it('on SIGTERM finishes the in-flight request, exits 0 and stops listening', async () => {
       const port = await freePort();
       const bootstrap = newSecret();

@@ -120,3 +120,40 @@ describe('readiness and draining', () => {
     }
   });
 });
+
+describe('errors raised before routing', () => {
+  it('renders a malformed URL and oversized headers in the envelope', async () => {
+    const gateway = await startTestApp();
+    try {
+      assert.match(expectError(await gateway.request('GET', '/api/v1/keys/%ZZ'), 400), /not a valid url/i);
+      const { request: httpRequest } = await import('node:http');
+      const url = new URL(gateway.url);
+      const response = await new Promise<{ status: number; body: string }>((resolve, reject) => {
+        const request = httpRequest(
+          {
+            host: url.hostname,
+            port: url.port,
+            path: '/health',
+            headers: { 'x-padding': 'x'.repeat(20_000) },
+          },
+          (reply) => {
+            let body = '';
+            reply.setEncoding('utf8');
+            reply.on('data', (chunk: string) => {
+              body += chunk;
+            });
+            reply.on('end', () => resolve({ status: reply.statusCode ?? 0, body }));
+          },
+        );
+        request.on('error', reject);
+        request.end();
+      });
+      assert.equal(response.status, 431);
+      assert.deepEqual(JSON.parse(response.body), {
+        error: { code: 431, message: 'Request header fields too large' },
+      });
+    } finally {
+      await gateway.close();
+    }
+  });
+});

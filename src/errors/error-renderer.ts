@@ -1,3 +1,4 @@
+import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyInstance } from 'fastify';
 import { NO_NUL_PATTERN } from '../platform/schema-types.js';
 import { AppError } from './app-error.js';
@@ -94,4 +95,23 @@ export function installErrorRenderer(app: FastifyInstance): void {
     };
     return reply.code(404).send(body);
   });
+}
+
+/**
+ * Errors Node's HTTP parser meets before Fastify sees a request (headers too large, garbage on the
+ * socket) still leave in the envelope, written straight to the socket.
+ */
+export function renderClientError(error: NodeJS.ErrnoException, socket: import('node:stream').Duplex): void {
+  if (!socket.writable) return;
+  const tooLarge = error.code === 'HPE_HEADER_OVERFLOW';
+  const status = tooLarge ? 431 : error.code === 'ERR_HTTP_REQUEST_TIMEOUT' ? 408 : 400;
+  const message = tooLarge
+    ? 'Request header fields too large'
+    : status === 408
+      ? 'Request timed out'
+      : 'Malformed HTTP request';
+  const body = JSON.stringify({ error: { code: status, message } });
+  socket.end(
+    `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+  );
 }
