@@ -93,8 +93,9 @@ export function toZdrRecord(endpoint: SnapshotEndpoint) {
     quantization: endpoint.quantization ?? 'unknown',
     status: String(endpoint.status),
     context_length: record.context_length,
-    max_completion_tokens: record.max_completion_tokens,
-    max_prompt_tokens: record.max_prompt_tokens,
+    // Spec 2.12 has integers here: an endpoint without its own limit is bounded by its context.
+    max_completion_tokens: record.max_completion_tokens ?? record.context_length,
+    max_prompt_tokens: record.max_prompt_tokens ?? record.context_length,
     pricing: {
       prompt: endpoint.pricing.prompt,
       completion: endpoint.pricing.completion,

@@ -69,6 +69,8 @@ export const EndpointSchema = Type.Object({
 /** Spec 2.12. */
 export const ZdrEndpointSchema = Type.Object({
   ...endpointFields,
+  max_completion_tokens: Type.Integer(),
+  max_prompt_tokens: Type.Integer(),
   quantization: Type.String(),
   status: Type.String(),
 });

@@ -231,8 +231,9 @@ describe('GET /endpoints/zdr', () => {
       assert.deepEqual(Object.keys(record.pricing).sort(), ['completion', 'image', 'prompt', 'request']);
       for (const value of Object.values(record.pricing)) assert.equal(typeof value, 'string');
       assert.equal(Number.isInteger(record.context_length), true);
-      assert.ok(isIntegerOrNull(record.max_completion_tokens));
-      assert.ok(isIntegerOrNull(record.max_prompt_tokens));
+      // Spec 2.12: integers, never null, in the ZDR record.
+      assert.equal(Number.isInteger(record.max_completion_tokens), true);
+      assert.equal(Number.isInteger(record.max_prompt_tokens), true);
       assert.ok(Array.isArray(record.supported_parameters));
       assert.equal(typeof record.supports_implicit_caching, 'boolean');
       assertPercentiles(record.latency_last_30m, 'latency_last_30m');

@@ -568,5 +568,7 @@ export function expectedZdrRecord(row: any): any {
       request: row.pricing.request ?? '0',
     },
     quantization: typeof row.quantization === 'string' ? row.quantization : 'unknown',
+    max_completion_tokens: row.max_completion_tokens ?? row.context_length,
+    max_prompt_tokens: row.max_prompt_tokens ?? row.context_length,
   };
 }
