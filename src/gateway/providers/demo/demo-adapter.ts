@@ -94,20 +94,25 @@ function answer(call: AdapterCall): string {
   return call.request.model === demoModels.echo ? lastUserText(call.request.input) : SCRIPTED_TEXT;
 }
 
+/** The scripted failures that happen before any output: errors, and a first token that never comes. */
+async function failBeforeOutput(call: AdapterCall): Promise<void> {
+  const failure = failureFor(call.request.model);
+  if (failure) throw failure;
+  if (call.request.model === demoModels.slowFirstToken) {
+    await wait(call.timeouts.firstTokenMs + 50, call.signal);
+    throw new UpstreamError({
+      message: 'Demo provider: no output before the first-token timeout',
+      kind: 'timeout',
+    });
+  }
+}
+
 export function createDemoAdapter(): ProviderAdapter {
   return {
     protocol: 'demo',
 
     async generate(call): Promise<GenerationResult> {
-      const failure = failureFor(call.request.model);
-      if (failure) throw failure;
-      if (call.request.model === demoModels.slowFirstToken) {
-        await wait(call.timeouts.firstTokenMs + 50, call.signal);
-        throw new UpstreamError({
-          message: 'Demo provider: no output before the first-token timeout',
-          kind: 'timeout',
-        });
-      }
+      await failBeforeOutput(call);
       if (call.request.model === demoModels.cutMidStream) {
         throw new UpstreamError({ message: 'Demo provider: connection cut', kind: 'connection' });
       }
@@ -128,15 +133,7 @@ export function createDemoAdapter(): ProviderAdapter {
     },
 
     async *stream(call): AsyncGenerator<StreamPart> {
-      const failure = failureFor(call.request.model);
-      if (failure) throw failure;
-      if (call.request.model === demoModels.slowFirstToken) {
-        await wait(call.timeouts.firstTokenMs + 50, call.signal);
-        throw new UpstreamError({
-          message: 'Demo provider: no output before the first-token timeout',
-          kind: 'timeout',
-        });
-      }
+      await failBeforeOutput(call);
       yield { type: 'response-metadata', id: 'demo-generation', model: call.request.model };
       if (call.request.model === demoModels.cutMidStream) {
         yield { type: 'text-delta', delta: 'The ' };
