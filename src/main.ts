@@ -1,6 +1,6 @@
 import { parseArgs } from 'node:util';
 import { buildApp, buildServices } from './app.js';
-import { usdToNanos } from './billing/money.js';
+import { MAX_USD_AMOUNT, usdToNanos } from './billing/money.js';
 import type { Config } from './config/config-schema.js';
 import { ConfigError, loadConfig } from './config/load-config.js';
 
@@ -74,7 +74,7 @@ function parseUsd(raw: string | undefined, what: string): number {
   if (raw === undefined || !/^\d+(\.\d+)?$/.test(raw))
     throw new UsageError(`${what} must be a non-negative number of USD, got "${raw ?? ''}"`);
   const usd = Number(raw);
-  if (usd > 1_000_000) throw new UsageError(`${what} must be at most 1000000`);
+  if (usd > MAX_USD_AMOUNT) throw new UsageError(`${what} must be at most ${MAX_USD_AMOUNT}`);
   return usd;
 }
 

@@ -5,3 +5,9 @@ export const usdToNanos = (usd: number): number => Math.round(usd * NANOS_PER_US
 
 /** Back to dollars for the API; rounding to 9 places drops float noise such as 0.30000000000000004. */
 export const nanosToUsd = (nanos: number): number => Number((nanos / NANOS_PER_USD).toFixed(9));
+
+/**
+ * The largest single amount accepted at the edge (a key limit, a grant): nano-dollar sums must stay
+ * below 2^53 to be exact in a JS number (docs/decisions.md).
+ */
+export const MAX_USD_AMOUNT = 1_000_000;

@@ -1,4 +1,5 @@
 import { type Static, Type } from 'typebox';
+import { MAX_USD_AMOUNT } from '../billing/money.js';
 
 /** Per-provider settings; later issues add routing knobs here. */
 const ProviderSettings = Type.Object(
@@ -97,7 +98,7 @@ export const ConfigSchema = Type.Object(
     ]),
     providers: Type.Record(Type.String({ pattern: '^[a-z0-9][a-z0-9._-]*$' }), ProviderSettings),
     credits: Type.Object(
-      { initial: Type.Number({ minimum: 0, maximum: 1_000_000 }) },
+      { initial: Type.Number({ minimum: 0, maximum: MAX_USD_AMOUNT }) },
       { additionalProperties: false },
     ),
     limits: Type.Object(

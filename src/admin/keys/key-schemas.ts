@@ -1,9 +1,10 @@
 import { Type } from 'typebox';
+import { MAX_USD_AMOUNT } from '../../billing/money.js';
 import { storableText, stringEnum } from '../../platform/schema-types.js';
 
 const LimitReset = stringEnum(['daily', 'weekly', 'monthly'], { nullable: true });
 /** Limits are capped so nano-dollar amounts stay exact in a JS number (see docs/decisions.md). */
-const LimitUsd = Type.Union([Type.Number({ minimum: 0, maximum: 1_000_000 }), Type.Null()]);
+const LimitUsd = Type.Union([Type.Number({ minimum: 0, maximum: MAX_USD_AMOUNT }), Type.Null()]);
 const Usd = Type.Number();
 
 export const KeyHashParams = Type.Object(
