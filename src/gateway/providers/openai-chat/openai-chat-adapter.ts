@@ -3,6 +3,7 @@ import type { GenerationResult, StreamPart } from '../../../spec/stream-part.js'
 import { UpstreamError } from '../../../spec/upstream-error.js';
 import { emptyUsage, type Usage } from '../../../spec/usage.js';
 import { parseUpstreamJson, readServerSentEvents } from '../shared/server-sent-events.js';
+import { guardStream } from '../shared/stream-guard.js';
 import { errorFromResponse, readText, type UpstreamHttp } from '../shared/upstream-http.js';
 import { convertToOpenAiChatRequest, type OpenAiChatOptions } from './convert-to-openai-chat-request.js';
 import { mapOpenAiFinishReason } from './map-openai-finish-reason.js';
@@ -20,19 +21,6 @@ function headersFor(call: AdapterCall): Record<string, string> {
   return {
     ...(call.target.apiKey ? { authorization: `Bearer ${call.target.apiKey}` } : {}),
     ...call.target.headers,
-  };
-}
-
-/** An abort signal that fires on the caller's abort or on our own timer (first-token timeout). */
-function linkedAbort(parent: AbortSignal) {
-  const controller = new AbortController();
-  const onAbort = () => controller.abort(parent.reason);
-  if (parent.aborted) controller.abort(parent.reason);
-  else parent.addEventListener('abort', onAbort, { once: true });
-  return {
-    signal: controller.signal,
-    abort: (reason: unknown) => controller.abort(reason),
-    release: () => parent.removeEventListener('abort', onAbort),
   };
 }
 
@@ -86,35 +74,27 @@ export function createOpenAiChatAdapter(
     },
 
     async *stream(call): AsyncGenerator<StreamPart> {
-      const abort = linkedAbort(call.signal);
-      const firstToken = setTimeout(
-        () =>
-          abort.abort(
-            new UpstreamError({
-              message: 'Upstream sent no output before the first-token timeout',
-              kind: 'timeout',
-            }),
-          ),
-        call.timeouts.firstTokenMs,
-      );
-      let started = false;
+      // Converted before the guard: a request the converter refuses is the caller's error, not a
+      // failure of this upstream to fail over from.
+      const body = JSON.stringify(convertToOpenAiChatRequest(call.request, { ...settings, stream: true }));
+      const guard = guardStream(call);
       try {
         const response = await options.http.post({
           url: url(call),
           headers: headersFor(call),
-          body: JSON.stringify(convertToOpenAiChatRequest(call.request, { ...settings, stream: true })),
-          signal: abort.signal,
+          body,
+          signal: guard.signal,
           headersTimeoutMs: call.timeouts.headersMs,
           idleTimeoutMs: call.timeouts.idleMs,
         });
-        if (response.status >= 400) throw await errorFromResponse(response, abort.signal);
+        if (response.status >= 400) throw await errorFromResponse(response, guard.signal);
 
         let usage: Usage | undefined;
         let finish: string | undefined;
         let sawDone = false;
         let identified = false;
         const openCalls = new Map<number, { id: string; name: string }>();
-        for await (const event of readServerSentEvents(response.body, abort.signal)) {
+        for await (const event of readServerSentEvents(response.body, guard.signal)) {
           if (event.data === '[DONE]') {
             sawDone = true;
             break;
@@ -136,18 +116,15 @@ export function createOpenAiChatAdapter(
           const choice = readOpenAiChoice(chunk, 'delta');
           if (!choice) continue;
           if (choice.reasoning) {
-            clearTimeout(firstToken);
-            started = true;
+            guard.output();
             yield { type: 'reasoning-delta', delta: choice.reasoning };
           }
           if (choice.content) {
-            clearTimeout(firstToken);
-            started = true;
+            guard.output();
             yield { type: 'text-delta', delta: choice.content };
           }
           for (const toolCall of choice.toolCalls) {
-            clearTimeout(firstToken);
-            started = true;
+            guard.output();
             if (!openCalls.has(toolCall.index)) {
               const opened = { id: toolCall.id ?? `call_${toolCall.index}`, name: toolCall.name ?? '' };
               openCalls.set(toolCall.index, opened);
@@ -169,19 +146,11 @@ export function createOpenAiChatAdapter(
         yield { type: 'usage', usage: usage ?? emptyUsage() };
         yield { type: 'finish', reason: mapOpenAiFinishReason(finish), nativeReason: finish ?? null };
       } catch (error) {
-        const upstream =
-          error instanceof UpstreamError
-            ? error
-            : new UpstreamError({ message: (error as Error).message, kind: 'connection' });
-        const reason = abort.signal.reason;
-        const failure = abort.signal.aborted && reason instanceof UpstreamError ? reason : upstream;
-        // Before any output the caller may still fail over, so the failure is thrown; after it, it
-        // belongs to the stream the client is already reading.
-        if (!started) throw failure;
+        const failure = guard.failure(error);
+        if (!guard.started) throw failure;
         yield { type: 'error', error: failure };
       } finally {
-        clearTimeout(firstToken);
-        abort.release();
+        guard.release();
       }
     },
   };

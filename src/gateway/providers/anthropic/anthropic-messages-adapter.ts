@@ -1,0 +1,204 @@
+import type { AdapterCall, ProviderAdapter } from '../../../spec/provider-adapter.js';
+import type { GenerationResult, StreamPart } from '../../../spec/stream-part.js';
+import { UpstreamError } from '../../../spec/upstream-error.js';
+import { parseUpstreamJson, readServerSentEvents } from '../shared/server-sent-events.js';
+import { guardStream } from '../shared/stream-guard.js';
+import { errorFromResponse, readText, type UpstreamHttp } from '../shared/upstream-http.js';
+import {
+  type AnthropicErrorView,
+  type AnthropicUsageCounts,
+  readAnthropicError,
+  readAnthropicMessage,
+  readAnthropicStreamEvent,
+  statusForAnthropicError,
+  toCanonicalUsage,
+} from './anthropic-messages-api.js';
+import { convertToAnthropicMessagesRequest } from './convert-to-anthropic-messages-request.js';
+import { mapAnthropicStopReason } from './map-anthropic-stop-reason.js';
+
+/** Largest non-streamed reply accepted from an upstream. */
+const MAX_REPLY_BYTES = 32 * 1024 * 1024;
+
+/**
+ * The API version every request names (https://docs.anthropic.com/en/api/versioning); still the
+ * current one, and new features arrive as `anthropic-beta` headers on top of it.
+ */
+export const ANTHROPIC_VERSION = '2023-06-01';
+
+/** An error event, with the status Anthropic would have sent for it before the stream began. */
+function errorFromEvent(error: AnthropicErrorView, raw: string): UpstreamError {
+  return new UpstreamError({
+    message: error.message,
+    kind: 'http',
+    status: statusForAnthropicError(error.errorType),
+    raw: raw.slice(0, 2000),
+  });
+}
+
+/**
+ * Anthropic Messages (`POST /v1/messages`). Non-streamed calls read one message; streamed calls
+ * read the typed SSE events (message_start, content blocks, message_delta, message_stop) into parts.
+ */
+export function createAnthropicMessagesAdapter(options: {
+  http: UpstreamHttp;
+  version?: string;
+}): ProviderAdapter {
+  const url = (call: AdapterCall) => `${call.target.baseUrl.replace(/\/+$/, '')}/messages`;
+  const headersFor = (call: AdapterCall): Record<string, string> => ({
+    ...(call.target.apiKey ? { 'x-api-key': call.target.apiKey } : {}),
+    'anthropic-version': options.version ?? ANTHROPIC_VERSION,
+    ...call.target.headers,
+  });
+
+  return {
+    protocol: 'anthropic-messages',
+
+    async generate(call): Promise<GenerationResult> {
+      const response = await options.http.post({
+        url: url(call),
+        headers: headersFor(call),
+        body: JSON.stringify(convertToAnthropicMessagesRequest(call.request, { stream: false })),
+        signal: call.signal,
+        headersTimeoutMs: call.timeouts.headersMs,
+        idleTimeoutMs: call.timeouts.idleMs,
+      });
+      if (response.status >= 400) throw await errorFromResponse(response, call.signal);
+      const text = await readText(response.body, MAX_REPLY_BYTES, call.signal);
+      const reply = parseUpstreamJson(text);
+      const error = readAnthropicError(reply);
+      if (error) throw errorFromEvent(error, text);
+      const message = readAnthropicMessage(reply);
+      if (!message) {
+        throw new UpstreamError({
+          message: 'Upstream reply has no content',
+          kind: 'invalid-response',
+          raw: text.slice(0, 500),
+        });
+      }
+      const result: GenerationResult = {
+        id: message.id ?? null,
+        model: message.model ?? null,
+        text: '',
+        reasoning: '',
+        toolCalls: [],
+        usage: toCanonicalUsage(message.usage),
+        finishReason: mapAnthropicStopReason(message.stopReason),
+        nativeFinishReason: message.stopReason ?? null,
+      };
+      for (const block of message.content) {
+        if (block.type === 'text') result.text += block.text;
+        else if (block.type === 'thinking') result.reasoning += block.thinking;
+        else if (block.type === 'tool_use') {
+          result.toolCalls.push({
+            callId: block.id || `call_${result.toolCalls.length}`,
+            name: block.name,
+            arguments: JSON.stringify(block.input ?? {}),
+          });
+        }
+      }
+      return result;
+    },
+
+    async *stream(call): AsyncGenerator<StreamPart> {
+      // Converted before the try: a request the caller got wrong is a TypeError for the caller, not
+      // an upstream failure to fail over from.
+      const body = JSON.stringify(convertToAnthropicMessagesRequest(call.request, { stream: true }));
+      const guard = guardStream(call);
+      try {
+        const response = await options.http.post({
+          url: url(call),
+          headers: headersFor(call),
+          body,
+          signal: guard.signal,
+          headersTimeoutMs: call.timeouts.headersMs,
+          idleTimeoutMs: call.timeouts.idleMs,
+        });
+        if (response.status >= 400) throw await errorFromResponse(response, guard.signal);
+
+        let usage: AnthropicUsageCounts = {};
+        let stopReason: string | undefined;
+        let sawStop = false;
+        let identified = false;
+        // Content block index → tool-call index: tool calls are numbered 0, 1, 2 among themselves,
+        // while Anthropic's block index also counts text and thinking blocks.
+        const openCalls = new Map<number, number>();
+        let toolCalls = 0;
+        for await (const frame of readServerSentEvents(response.body, guard.signal)) {
+          const event = readAnthropicStreamEvent(parseUpstreamJson(frame.data));
+          if (event.type === 'message_start') {
+            // Later counts (message_delta) win; this one carries the prompt side.
+            usage = { ...usage, ...event.usage };
+            if (!identified) {
+              identified = true;
+              const metadata: StreamPart = { type: 'response-metadata' };
+              if (event.id !== undefined) metadata.id = event.id;
+              if (event.model !== undefined) metadata.model = event.model;
+              yield metadata;
+            }
+          } else if (event.type === 'content_block_start') {
+            const block = event.block;
+            if (block.type === 'tool_use') {
+              guard.output();
+              const index = toolCalls++;
+              openCalls.set(event.index, index);
+              yield { type: 'tool-call-start', index, callId: block.id || `call_${index}`, name: block.name };
+            } else if (block.type === 'text' && block.text) {
+              guard.output();
+              yield { type: 'text-delta', delta: block.text };
+            } else if (block.type === 'thinking' && block.thinking) {
+              guard.output();
+              yield { type: 'reasoning-delta', delta: block.thinking };
+            }
+          } else if (event.type === 'content_block_delta') {
+            const delta = event.delta;
+            if (delta.type === 'text_delta' && delta.text) {
+              guard.output();
+              yield { type: 'text-delta', delta: delta.text };
+            } else if (delta.type === 'thinking_delta' && delta.thinking) {
+              guard.output();
+              yield { type: 'reasoning-delta', delta: delta.thinking };
+            } else if (delta.type === 'input_json_delta' && delta.partialJson) {
+              const index = openCalls.get(event.index);
+              if (index !== undefined)
+                yield { type: 'tool-call-delta', index, argumentsDelta: delta.partialJson };
+            }
+          } else if (event.type === 'content_block_stop') {
+            const index = openCalls.get(event.index);
+            if (index !== undefined) {
+              openCalls.delete(event.index);
+              yield { type: 'tool-call-end', index };
+            }
+          } else if (event.type === 'message_delta') {
+            // message_delta usage is cumulative, not an increment.
+            usage = { ...usage, ...event.usage };
+            if (event.stopReason !== undefined) stopReason = event.stopReason;
+          } else if (event.type === 'message_stop') {
+            sawStop = true;
+            break;
+          } else if (event.type === 'error') {
+            throw errorFromEvent(event.error, frame.data);
+          }
+        }
+        if (!sawStop) {
+          throw new UpstreamError({
+            message: 'Upstream stream ended before message_stop',
+            kind: 'invalid-response',
+          });
+        }
+        for (const index of openCalls.values()) yield { type: 'tool-call-end', index };
+        yield { type: 'usage', usage: toCanonicalUsage(usage) };
+        yield {
+          type: 'finish',
+          reason: mapAnthropicStopReason(stopReason),
+          nativeReason: stopReason ?? null,
+        };
+      } catch (error) {
+        const failure = guard.failure(error);
+        if (!guard.started) throw failure;
+        yield { type: 'error', error: failure };
+      } finally {
+        guard.release();
+      }
+    },
+  };
+}

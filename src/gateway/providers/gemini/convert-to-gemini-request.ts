@@ -1,0 +1,204 @@
+import type { ContentPart, GenerationRequest, InputItem } from '../../../spec/generation-request.js';
+
+type GeminiPart =
+  | { text: string }
+  | { inlineData: { mimeType: string; data: string } }
+  | { fileData: { mimeType: string; fileUri: string } }
+  | { functionCall: { name: string; args: Record<string, unknown> } }
+  | { functionResponse: { name: string; response: Record<string, unknown> } };
+
+interface GeminiContent {
+  role: 'user' | 'model';
+  parts: GeminiPart[];
+}
+
+/**
+ * Sent for a file by URL when the caller gave no media type. Gemini reads the bytes it fetches,
+ * but a wrong type can still be refused; callers that know the type should say so.
+ */
+const UNKNOWN_MEDIA_TYPE = 'application/octet-stream';
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** A `data:` URL as inline base64; a URL-encoded (non-base64) payload is re-encoded. */
+function inlineData(url: string): GeminiPart {
+  const match = /^data:([^;,]*)((?:;[^;,]*)*),(.*)$/s.exec(url);
+  if (!match) throw new TypeError('Invalid data URL in message content');
+  const [, mediaType, parameters = '', payload = ''] = match;
+  const base64 = parameters.split(';').includes('base64');
+  return {
+    inlineData: {
+      mimeType: mediaType || 'text/plain',
+      data: base64 ? payload : Buffer.from(decodeURIComponent(payload), 'utf8').toString('base64'),
+    },
+  };
+}
+
+function byUrl(url: string, mediaType: string | undefined): GeminiPart {
+  if (url.startsWith('data:')) return inlineData(url);
+  return { fileData: { mimeType: mediaType ?? UNKNOWN_MEDIA_TYPE, fileUri: url } };
+}
+
+function convertPart(part: ContentPart): GeminiPart {
+  switch (part.type) {
+    case 'text':
+      return { text: part.text };
+    case 'image':
+      // Gemini has no fidelity hint; `detail` is dropped.
+      return byUrl(part.url, undefined);
+    case 'file':
+      return byUrl(part.url, part.mediaType);
+    case 'audio':
+      return { inlineData: { mimeType: `audio/${part.format}`, data: part.data } };
+  }
+}
+
+/** Function-call arguments as the object Gemini wants; the caller sent them, so bad JSON is theirs. */
+function parseArguments(item: Extract<InputItem, { type: 'function-call' }>): Record<string, unknown> {
+  // Models write an empty string for a call without arguments.
+  if (item.arguments.trim() === '') return {};
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(item.arguments);
+  } catch {
+    throw new TypeError(`Arguments of function call ${item.callId} (${item.name}) are not valid JSON`);
+  }
+  if (!isObject(parsed)) {
+    throw new TypeError(`Arguments of function call ${item.callId} (${item.name}) are not a JSON object`);
+  }
+  return parsed;
+}
+
+/** A JSON object output is sent as is; anything else is wrapped, since `response` must be an object. */
+function functionResponseBody(output: string): Record<string, unknown> {
+  try {
+    const parsed: unknown = JSON.parse(output);
+    if (isObject(parsed)) return parsed;
+  } catch {
+    // Plain text output.
+  }
+  return { content: output };
+}
+
+/**
+ * Input items → Gemini contents. Gemini wants alternating `user`/`model` turns, so consecutive items
+ * of one role are merged: function calls join the model turn, their outputs the user turn after it.
+ * System and developer messages are left out; they go to `systemInstruction`.
+ */
+export function convertToGeminiContents(input: InputItem[]): GeminiContent[] {
+  const contents: GeminiContent[] = [];
+  // Gemini matches a response to its call by name and has no call ids; a later call with the same
+  // id (our `call_<index>` ids repeat across turns) replaces an earlier one.
+  const callNames = new Map<string, string>();
+  const append = (role: GeminiContent['role'], parts: GeminiPart[]) => {
+    const last = contents.at(-1);
+    if (last?.role === role) last.parts.push(...parts);
+    else contents.push({ role, parts });
+  };
+  for (const item of input) {
+    if (item.type === 'message') {
+      if (item.role === 'system' || item.role === 'developer') continue;
+      append(item.role === 'assistant' ? 'model' : 'user', item.content.map(convertPart));
+    } else if (item.type === 'function-call') {
+      callNames.set(item.callId, item.name);
+      append('model', [{ functionCall: { name: item.name, args: parseArguments(item) } }]);
+    } else {
+      append('user', [
+        {
+          functionResponse: {
+            name: callNames.get(item.callId) ?? item.callId,
+            response: functionResponseBody(item.output),
+          },
+        },
+      ]);
+    }
+  }
+  return contents;
+}
+
+/** `instructions` and every system/developer turn, as one text; Gemini takes only text here. */
+function systemText(request: GenerationRequest): string | undefined {
+  const texts: string[] = request.instructions ? [request.instructions] : [];
+  for (const item of request.input) {
+    if (item.type !== 'message' || (item.role !== 'system' && item.role !== 'developer')) continue;
+    const text = item.content
+      .map((part) => {
+        if (part.type !== 'text') throw new TypeError(`Gemini takes only text in ${item.role} messages`);
+        return part.text;
+      })
+      .join('');
+    if (text) texts.push(text);
+  }
+  return texts.length > 0 ? texts.join('\n\n') : undefined;
+}
+
+/**
+ * Gemini refuses an OBJECT schema without properties ("should be non-empty for OBJECT type"); a
+ * function without arguments is declared without `parameters` instead.
+ */
+function takesArguments(parameters: Record<string, unknown>): boolean {
+  if (parameters.type !== 'object') return true;
+  return isObject(parameters.properties) && Object.keys(parameters.properties).length > 0;
+}
+
+function toolConfig(choice: NonNullable<GenerationRequest['toolChoice']>): Record<string, unknown> {
+  if (typeof choice === 'object') {
+    return { functionCallingConfig: { mode: 'ANY', allowedFunctionNames: [choice.name] } };
+  }
+  const mode = { auto: 'AUTO', required: 'ANY', none: 'NONE' }[choice];
+  return { functionCallingConfig: { mode } };
+}
+
+function generationConfig(request: GenerationRequest): Record<string, unknown> {
+  const config: Record<string, unknown> = {};
+  if (request.maxOutputTokens !== undefined) config.maxOutputTokens = request.maxOutputTokens;
+  if (request.temperature !== undefined) config.temperature = request.temperature;
+  if (request.topP !== undefined) config.topP = request.topP;
+  if (request.topK !== undefined) config.topK = request.topK;
+  if (request.stop?.length) config.stopSequences = request.stop;
+  if (request.seed !== undefined) config.seed = request.seed;
+  const format = request.responseFormat;
+  if (format?.type === 'json_object' || format?.type === 'json_schema') {
+    config.responseMimeType = 'application/json';
+  }
+  // `responseSchema` is Gemini's OpenAPI-derived Schema, a subset of JSON Schema: keywords it does
+  // not know (`additionalProperties`, `$ref`, `$schema`…) are refused with a 400, which reaches the
+  // caller as Google's message. https://ai.google.dev/api/caching#Schema
+  if (format?.type === 'json_schema') config.responseSchema = format.schema;
+  const reasoning = request.reasoning;
+  if (reasoning?.maxTokens !== undefined || reasoning?.include !== undefined) {
+    config.thinkingConfig = {
+      ...(reasoning.maxTokens !== undefined ? { thinkingBudget: reasoning.maxTokens } : {}),
+      ...(reasoning.include !== undefined ? { includeThoughts: reasoning.include } : {}),
+    };
+  }
+  return config;
+}
+
+/**
+ * The canonical request as a Gemini `generateContent` body; the model and the stream/non-stream
+ * choice are in the URL. Gemini has no field for `parallelToolCalls`, the penalties or `user`.
+ * https://ai.google.dev/api/generate-content#request-body
+ */
+export function convertToGeminiRequest(request: GenerationRequest): Record<string, unknown> {
+  const body: Record<string, unknown> = { contents: convertToGeminiContents(request.input) };
+  const system = systemText(request);
+  if (system !== undefined) body.systemInstruction = { parts: [{ text: system }] };
+  if (request.tools?.length) {
+    body.tools = [
+      {
+        // Like `responseSchema`, `parameters` accepts only Gemini's subset of JSON Schema.
+        functionDeclarations: request.tools.map((tool) => ({
+          name: tool.name,
+          ...(tool.description !== undefined ? { description: tool.description } : {}),
+          ...(takesArguments(tool.parameters) ? { parameters: tool.parameters } : {}),
+        })),
+      },
+    ];
+  }
+  if (request.toolChoice !== undefined) body.toolConfig = toolConfig(request.toolChoice);
+  const config = generationConfig(request);
+  if (Object.keys(config).length > 0) body.generationConfig = config;
+  return body;
+}

@@ -1,0 +1,203 @@
+import type { AdapterCall, ProviderAdapter } from '../../../spec/provider-adapter.js';
+import type { GenerationResult, StreamPart } from '../../../spec/stream-part.js';
+import { UpstreamError } from '../../../spec/upstream-error.js';
+import { emptyUsage, type Usage } from '../../../spec/usage.js';
+import { parseUpstreamJson, readServerSentEvents } from '../shared/server-sent-events.js';
+import { guardStream } from '../shared/stream-guard.js';
+import {
+  errorFromResponse,
+  readText,
+  type UpstreamHttp,
+  type UpstreamResponse,
+} from '../shared/upstream-http.js';
+import { convertToGeminiRequest } from './convert-to-gemini-request.js';
+import {
+  readGeminiBlockReason,
+  readGeminiCandidate,
+  readGeminiError,
+  readGeminiIdentity,
+  readGeminiRetryDelaySeconds,
+  readGeminiUsage,
+} from './gemini-api.js';
+import { mapGeminiFinishReason } from './map-gemini-finish-reason.js';
+
+/** Largest non-streamed reply accepted from an upstream. */
+const MAX_REPLY_BYTES = 32 * 1024 * 1024;
+
+function headersFor(call: AdapterCall): Record<string, string> {
+  return {
+    ...(call.target.apiKey ? { 'x-goog-api-key': call.target.apiKey } : {}),
+    ...call.target.headers,
+  };
+}
+
+/** `${baseUrl}/models/${model}:${method}`; a model id written as `models/…` is accepted too. */
+function urlFor(call: AdapterCall, method: 'generateContent' | 'streamGenerateContent?alt=sse'): string {
+  const model = call.request.model.replace(/^models\//, '');
+  return `${call.target.baseUrl.replace(/\/+$/, '')}/models/${model}:${method}`;
+}
+
+/** A non-2xx reply as an UpstreamError, with the retry delay Google puts in the body, not a header. */
+async function errorFromGeminiResponse(
+  response: UpstreamResponse,
+  signal: AbortSignal,
+): Promise<UpstreamError> {
+  const error = await errorFromResponse(response, signal);
+  const delay = error.retryAfterSeconds ?? readGeminiRetryDelaySeconds(error.raw);
+  if (delay === error.retryAfterSeconds) return error;
+  return new UpstreamError({
+    message: error.message,
+    kind: error.kind,
+    status: error.status,
+    raw: error.raw,
+    retryAfterSeconds: delay,
+  });
+}
+
+function throwIfErrorBody(reply: unknown): void {
+  const error = readGeminiError(reply);
+  if (error) throw new UpstreamError({ message: error.message, kind: 'http', status: error.code ?? 502 });
+}
+
+/**
+ * Google's Gemini API (`generateContent`, `streamGenerateContent`). Streamed calls ask for SSE
+ * (`alt=sse`): each event is a whole `GenerateContentResponse` holding only the new parts.
+ * https://ai.google.dev/api/generate-content
+ */
+export function createGeminiAdapter(options: { http: UpstreamHttp }): ProviderAdapter {
+  return {
+    protocol: 'gemini',
+
+    async generate(call): Promise<GenerationResult> {
+      const response = await options.http.post({
+        url: urlFor(call, 'generateContent'),
+        headers: headersFor(call),
+        body: JSON.stringify(convertToGeminiRequest(call.request)),
+        signal: call.signal,
+        headersTimeoutMs: call.timeouts.headersMs,
+        idleTimeoutMs: call.timeouts.idleMs,
+      });
+      if (response.status >= 400) throw await errorFromGeminiResponse(response, call.signal);
+      const reply = parseUpstreamJson(await readText(response.body, MAX_REPLY_BYTES, call.signal));
+      throwIfErrorBody(reply);
+      const identity = readGeminiIdentity(reply);
+      const usage = readGeminiUsage((reply as Record<string, unknown>).usageMetadata) ?? emptyUsage();
+      const candidate = readGeminiCandidate(reply);
+      if (!candidate) {
+        const blockReason = readGeminiBlockReason(reply);
+        if (!blockReason)
+          throw new UpstreamError({ message: 'Upstream reply has no candidates', kind: 'invalid-response' });
+        return {
+          id: identity.id ?? null,
+          model: identity.model ?? null,
+          text: '',
+          reasoning: '',
+          toolCalls: [],
+          usage,
+          finishReason: 'content-filter',
+          nativeFinishReason: blockReason,
+        };
+      }
+      let text = '';
+      let reasoning = '';
+      const toolCalls: GenerationResult['toolCalls'] = [];
+      for (const part of candidate.parts) {
+        if (part.type === 'text') text += part.text;
+        else if (part.type === 'reasoning') reasoning += part.text;
+        else {
+          toolCalls.push({
+            callId: part.id ?? `call_${toolCalls.length}`,
+            name: part.name,
+            arguments: JSON.stringify(part.args),
+          });
+        }
+      }
+      return {
+        id: identity.id ?? null,
+        model: identity.model ?? null,
+        text,
+        reasoning,
+        toolCalls,
+        usage,
+        finishReason: mapGeminiFinishReason(candidate.finishReason, {
+          hasFunctionCalls: toolCalls.length > 0,
+        }),
+        nativeFinishReason: candidate.finishReason ?? null,
+      };
+    },
+
+    async *stream(call): AsyncGenerator<StreamPart> {
+      // Built before the try: a request Gemini cannot express is the caller's TypeError, not an
+      // upstream failure to fail over from.
+      const body = JSON.stringify(convertToGeminiRequest(call.request));
+      const guard = guardStream(call);
+      try {
+        const response = await options.http.post({
+          url: urlFor(call, 'streamGenerateContent?alt=sse'),
+          headers: headersFor(call),
+          body,
+          signal: guard.signal,
+          headersTimeoutMs: call.timeouts.headersMs,
+          idleTimeoutMs: call.timeouts.idleMs,
+        });
+        if (response.status >= 400) throw await errorFromGeminiResponse(response, guard.signal);
+
+        let usage: Usage | undefined;
+        let finish: string | undefined;
+        let blockReason: string | undefined;
+        let identified = false;
+        // Gemini sends each function call whole, in one part, and without an id.
+        let toolCalls = 0;
+        for await (const event of readServerSentEvents(response.body, guard.signal)) {
+          const chunk = parseUpstreamJson(event.data);
+          throwIfErrorBody(chunk);
+          if (!identified) {
+            identified = true;
+            yield { type: 'response-metadata', ...readGeminiIdentity(chunk) };
+          }
+          // Every chunk repeats the running totals; the last one holds the final count.
+          usage = readGeminiUsage((chunk as Record<string, unknown>).usageMetadata) ?? usage;
+          blockReason = readGeminiBlockReason(chunk) ?? blockReason;
+          const candidate = readGeminiCandidate(chunk);
+          if (!candidate) continue;
+          for (const part of candidate.parts) {
+            guard.output();
+            if (part.type === 'text') yield { type: 'text-delta', delta: part.text };
+            else if (part.type === 'reasoning') yield { type: 'reasoning-delta', delta: part.text };
+            else {
+              const index = toolCalls++;
+              yield { type: 'tool-call-start', index, callId: part.id ?? `call_${index}`, name: part.name };
+              yield { type: 'tool-call-delta', index, argumentsDelta: JSON.stringify(part.args) };
+              yield { type: 'tool-call-end', index };
+            }
+          }
+          if (candidate.finishReason) finish = candidate.finishReason;
+        }
+        // Gemini has no end-of-stream marker: a finish reason (or a blocked prompt) is the only
+        // sign that the stream was not cut.
+        if (finish === undefined && blockReason === undefined) {
+          throw new UpstreamError({
+            message: 'Upstream stream ended before it finished',
+            kind: 'invalid-response',
+          });
+        }
+        yield { type: 'usage', usage: usage ?? emptyUsage() };
+        if (finish === undefined) {
+          yield { type: 'finish', reason: 'content-filter', nativeReason: blockReason ?? null };
+        } else {
+          yield {
+            type: 'finish',
+            reason: mapGeminiFinishReason(finish, { hasFunctionCalls: toolCalls > 0 }),
+            nativeReason: finish,
+          };
+        }
+      } catch (error) {
+        const failure = guard.failure(error);
+        if (!guard.started) throw failure;
+        yield { type: 'error', error: failure };
+      } finally {
+        guard.release();
+      }
+    },
+  };
+}

@@ -1,0 +1,120 @@
+import type { Usage } from '../../../spec/usage.js';
+
+/**
+ * The parts of Gemini `GenerateContentResponse` bodies the adapter reads, checked field by field:
+ * a wrong type reads as absent. Non-streamed replies and stream chunks share this shape; a chunk
+ * carries only the parts that are new since the previous one.
+ * https://ai.google.dev/api/generate-content#generatecontentresponse
+ */
+const asRecord = (value: unknown): Record<string, unknown> | undefined =>
+  typeof value === 'object' && value !== null && !Array.isArray(value)
+    ? (value as Record<string, unknown>)
+    : undefined;
+const asString = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
+const asCount = (value: unknown): number =>
+  typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : 0;
+
+/** One content part of the first candidate, in the order Gemini sent them. */
+export type GeminiPartView =
+  | { type: 'text'; text: string }
+  /** A part marked `thought: true`: a thought summary, sent only with `includeThoughts`. */
+  | { type: 'reasoning'; text: string }
+  | { type: 'function-call'; id?: string; name: string; args: Record<string, unknown> };
+
+export interface GeminiCandidateView {
+  parts: GeminiPartView[];
+  finishReason?: string;
+}
+
+/** The first candidate; undefined when there is none (a blocked prompt, or a usage-only chunk). */
+export function readGeminiCandidate(reply: unknown): GeminiCandidateView | undefined {
+  const candidates = asRecord(reply)?.candidates;
+  const candidate = Array.isArray(candidates) ? asRecord(candidates[0]) : undefined;
+  if (!candidate) return undefined;
+  const rawParts = asRecord(candidate.content)?.parts;
+  const parts: GeminiPartView[] = [];
+  for (const raw of Array.isArray(rawParts) ? rawParts : []) {
+    const part = asRecord(raw);
+    if (!part) continue;
+    const call = asRecord(part.functionCall);
+    if (call) {
+      const id = asString(call.id);
+      parts.push({
+        type: 'function-call',
+        ...(id !== undefined ? { id } : {}),
+        name: asString(call.name) ?? '',
+        args: asRecord(call.args) ?? {},
+      });
+      continue;
+    }
+    const text = asString(part.text);
+    if (text) parts.push({ type: part.thought === true ? 'reasoning' : 'text', text });
+  }
+  const view: GeminiCandidateView = { parts };
+  const finish = asString(candidate.finishReason);
+  if (finish !== undefined) view.finishReason = finish;
+  return view;
+}
+
+/**
+ * `usageMetadata` in canonical terms. Gemini's `candidatesTokenCount` excludes thinking tokens,
+ * which it counts (and bills as output) in `thoughtsTokenCount`; canonical `outputTokens` includes
+ * reasoning, so the two are added.
+ */
+export function readGeminiUsage(value: unknown): Usage | undefined {
+  const usage = asRecord(value);
+  if (!usage) return undefined;
+  const thoughts = asCount(usage.thoughtsTokenCount);
+  return {
+    inputTokens: asCount(usage.promptTokenCount),
+    outputTokens: asCount(usage.candidatesTokenCount) + thoughts,
+    cachedInputTokens: asCount(usage.cachedContentTokenCount),
+    cacheWriteTokens: 0,
+    reasoningTokens: thoughts,
+  };
+}
+
+export function readGeminiIdentity(reply: unknown): { id?: string; model?: string } {
+  const record = asRecord(reply) ?? {};
+  const identity: { id?: string; model?: string } = {};
+  const id = asString(record.responseId);
+  if (id !== undefined) identity.id = id;
+  const model = asString(record.modelVersion);
+  if (model !== undefined) identity.model = model;
+  return identity;
+}
+
+/** `promptFeedback.blockReason`: set when the prompt itself was refused and no candidate follows. */
+export function readGeminiBlockReason(reply: unknown): string | undefined {
+  return asString(asRecord(asRecord(reply)?.promptFeedback)?.blockReason);
+}
+
+/** Google's error object (`{"error": {"code", "message", "status"}}`) inside a 200 body or stream. */
+export function readGeminiError(reply: unknown): { message: string; code: number | null } | undefined {
+  const error = asRecord(asRecord(reply)?.error);
+  if (!error) return undefined;
+  const code = typeof error.code === 'number' ? error.code : null;
+  return { message: asString(error.message) ?? asString(error.status) ?? 'Upstream error', code };
+}
+
+/**
+ * The retry hint of a Google error body. Google sends no `Retry-After` header on a 429; the delay
+ * is a `google.rpc.RetryInfo` entry of `error.details`, as a duration string such as `"37s"`.
+ */
+export function readGeminiRetryDelaySeconds(raw: string | null): number | null {
+  if (!raw) return null;
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(raw);
+  } catch {
+    return null;
+  }
+  const details = asRecord(asRecord(parsed)?.error)?.details;
+  for (const entry of Array.isArray(details) ? details : []) {
+    const detail = asRecord(entry);
+    if (detail?.['@type'] !== 'type.googleapis.com/google.rpc.RetryInfo') continue;
+    const delay = /^(\d+(?:\.\d+)?)s$/.exec(asString(detail.retryDelay) ?? '');
+    if (delay) return Math.ceil(Number(delay[1]));
+  }
+  return null;
+}

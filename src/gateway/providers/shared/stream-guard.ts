@@ -1,0 +1,56 @@
+import type { AdapterCall } from '../../../spec/provider-adapter.js';
+import { UpstreamError } from '../../../spec/upstream-error.js';
+
+/**
+ * What every streaming adapter needs around its upstream call: an abort signal that fires on the
+ * caller's abort or on the first-token timeout, the moment of first output, and the failure to
+ * report. Before any output a failure is thrown so the caller may fail over; after it, the failure
+ * belongs to the stream the client is already reading and arrives as an `error` part.
+ */
+export function guardStream(call: AdapterCall) {
+  const controller = new AbortController();
+  const onAbort = () => controller.abort(call.signal.reason);
+  if (call.signal.aborted) controller.abort(call.signal.reason);
+  else call.signal.addEventListener('abort', onAbort, { once: true });
+  const timer = setTimeout(
+    () =>
+      controller.abort(
+        new UpstreamError({
+          message: 'Upstream sent no output before the first-token timeout',
+          kind: 'timeout',
+        }),
+      ),
+    call.timeouts.firstTokenMs,
+  );
+  let started = false;
+  return {
+    signal: controller.signal,
+    /** Whether output (text, reasoning, a tool call) has been emitted. */
+    get started() {
+      return started;
+    },
+    /** Marks the first output; the first-token timer stops. */
+    output() {
+      if (started) return;
+      started = true;
+      clearTimeout(timer);
+    },
+    /**
+     * The failure to report for `error`: our own abort reason (the timeout) wins over the error it
+     * caused. Anything that is not an upstream failure is a bug and is rethrown as it is, never
+     * disguised as a retryable connection error.
+     */
+    failure(error: unknown): UpstreamError {
+      const reason = controller.signal.reason;
+      if (controller.signal.aborted && reason instanceof UpstreamError) return reason;
+      if (error instanceof UpstreamError) return error;
+      if (controller.signal.aborted)
+        return new UpstreamError({ message: 'The request was aborted', kind: 'aborted' });
+      throw error;
+    },
+    release() {
+      clearTimeout(timer);
+      call.signal.removeEventListener('abort', onAbort);
+    },
+  };
+}

@@ -1,0 +1,474 @@
+import assert from 'node:assert/strict';
+import type { ServerResponse } from 'node:http';
+import { after, before, describe, it } from 'node:test';
+import { createAnthropicMessagesAdapter } from '../../../src/gateway/providers/anthropic/anthropic-messages-adapter.js';
+import { createUpstreamHttp } from '../../../src/gateway/providers/shared/upstream-http.js';
+import type { AdapterCall } from '../../../src/spec/provider-adapter.js';
+import type { StreamPart } from '../../../src/spec/stream-part.js';
+import { UpstreamError } from '../../../src/spec/upstream-error.js';
+import { startFakeUpstream } from '../../helpers/fake-upstream.js';
+
+// Anthropic names every SSE frame (`event: <type>`) and repeats the type inside the data;
+// the shared helper writes bare `data:` frames, so the frames are written here.
+type AnthropicEvent = { type: string } & Record<string, unknown>;
+const frame = (event: AnthropicEvent) => `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
+
+async function writeEvents(response: ServerResponse, events: AnthropicEvent[]): Promise<void> {
+  response.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' });
+  for (const event of events) response.write(frame(event));
+  response.end();
+}
+
+// Events in the shape https://docs.anthropic.com/en/docs/build-with-claude/streaming shows them.
+const messageStart: AnthropicEvent = {
+  type: 'message_start',
+  message: {
+    id: 'msg_01XFDUDYJgAACzvnptvVoYEL',
+    type: 'message',
+    role: 'assistant',
+    content: [],
+    model: 'claude-sonnet-4-20250514',
+    stop_reason: null,
+    stop_sequence: null,
+    usage: {
+      input_tokens: 12,
+      cache_creation_input_tokens: 30,
+      cache_read_input_tokens: 400,
+      output_tokens: 1,
+    },
+  },
+};
+const blockStart = (index: number, contentBlock: Record<string, unknown>): AnthropicEvent => ({
+  type: 'content_block_start',
+  index,
+  content_block: contentBlock,
+});
+const blockDelta = (index: number, delta: Record<string, unknown>): AnthropicEvent => ({
+  type: 'content_block_delta',
+  index,
+  delta,
+});
+const blockStop = (index: number): AnthropicEvent => ({ type: 'content_block_stop', index });
+const messageDelta = (stopReason: string, outputTokens: number): AnthropicEvent => ({
+  type: 'message_delta',
+  delta: { stop_reason: stopReason, stop_sequence: null },
+  usage: { output_tokens: outputTokens },
+});
+const messageStop: AnthropicEvent = { type: 'message_stop' };
+const overloaded: AnthropicEvent = {
+  type: 'error',
+  error: { type: 'overloaded_error', message: 'Overloaded' },
+};
+
+async function collect(parts: AsyncIterable<StreamPart>): Promise<StreamPart[]> {
+  const collected: StreamPart[] = [];
+  for await (const part of parts) collected.push(part);
+  return collected;
+}
+
+describe('Anthropic Messages adapter against a fake upstream', () => {
+  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  const http = createUpstreamHttp();
+  const adapter = createAnthropicMessagesAdapter({ http });
+  const call = (overrides: Partial<AdapterCall> = {}): AdapterCall => ({
+    request: {
+      model: 'claude-sonnet-4-20250514',
+      instructions: 'Be brief.',
+      input: [
+        { type: 'message', role: 'developer', content: [{ type: 'text', text: 'Answer in English.' }] },
+        { type: 'message', role: 'user', content: [{ type: 'text', text: 'Weather in Paris?' }] },
+        {
+          type: 'message',
+          role: 'user',
+          content: [
+            { type: 'image', url: 'https://example.com/paris.jpg' },
+            { type: 'image', url: 'data:image/png;base64,iVBORw0KGgo=' },
+            { type: 'file', url: 'data:application/pdf;base64,JVBERi0x', filename: 'forecast.pdf' },
+          ],
+        },
+        { type: 'message', role: 'assistant', content: [{ type: 'text', text: 'Let me check.' }] },
+        { type: 'function-call', callId: 'toolu_1', name: 'weather', arguments: '{"city":"Paris"}' },
+        { type: 'function-call-output', callId: 'toolu_1', output: '{"temp":21}' },
+      ],
+      tools: [
+        {
+          type: 'function',
+          name: 'weather',
+          description: 'Current weather',
+          parameters: { type: 'object', properties: { city: { type: 'string' } } },
+        },
+      ],
+      toolChoice: 'required',
+      parallelToolCalls: false,
+      temperature: 0.2,
+      topP: 0.9,
+      topK: 5,
+      stop: ['END'],
+      seed: 7,
+      user: 'user-42',
+    },
+    target: { baseUrl: `${upstream.url}/v1/`, apiKey: 'sk-ant-upstream' },
+    signal: new AbortController().signal,
+    timeouts: { headersMs: 2000, firstTokenMs: 2000, idleMs: 2000 },
+    ...overrides,
+  });
+
+  before(async () => {
+    upstream = await startFakeUpstream();
+  });
+  after(async () => {
+    await http.close();
+    await upstream.close();
+  });
+
+  it('sends the canonical request in the Messages wire format and reads text and tool_use', async () => {
+    upstream.handle((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          id: 'msg_013Zva2CMHLNnXjNJJKqJ2EF',
+          type: 'message',
+          role: 'assistant',
+          model: 'claude-sonnet-4-20250514',
+          content: [
+            { type: 'thinking', thinking: 'The user wants Oslo too.', signature: 'EqQBCgIYAhIM' },
+            { type: 'text', text: 'Sunny, 21°C. ' },
+            { type: 'text', text: 'Checking Oslo.' },
+            {
+              type: 'tool_use',
+              id: 'toolu_01A09q90qw90lq917835lq9',
+              name: 'weather',
+              input: { city: 'Oslo' },
+            },
+          ],
+          stop_reason: 'tool_use',
+          stop_sequence: null,
+          usage: {
+            input_tokens: 50,
+            cache_creation_input_tokens: 0,
+            cache_read_input_tokens: 1000,
+            output_tokens: 40,
+          },
+        }),
+      );
+    });
+    const result = await adapter.generate(call());
+    const sent = upstream.requests.at(-1)!;
+    assert.equal(sent.url, '/v1/messages');
+    assert.equal(sent.headers['x-api-key'], 'sk-ant-upstream');
+    assert.equal(sent.headers['anthropic-version'], '2023-06-01');
+    assert.equal(sent.headers.authorization, undefined);
+    assert.match(String(sent.headers['content-type']), /application\/json/);
+    assert.deepEqual(sent.body, {
+      model: 'claude-sonnet-4-20250514',
+      max_tokens: 4096,
+      system: 'Be brief.\n\nAnswer in English.',
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'text', text: 'Weather in Paris?' },
+            { type: 'image', source: { type: 'url', url: 'https://example.com/paris.jpg' } },
+            { type: 'image', source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0KGgo=' } },
+            {
+              type: 'document',
+              source: { type: 'base64', media_type: 'application/pdf', data: 'JVBERi0x' },
+              title: 'forecast.pdf',
+            },
+          ],
+        },
+        {
+          role: 'assistant',
+          content: [
+            { type: 'text', text: 'Let me check.' },
+            { type: 'tool_use', id: 'toolu_1', name: 'weather', input: { city: 'Paris' } },
+          ],
+        },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: 'toolu_1', content: '{"temp":21}' }] },
+      ],
+      tools: [
+        {
+          name: 'weather',
+          description: 'Current weather',
+          input_schema: { type: 'object', properties: { city: { type: 'string' } } },
+        },
+      ],
+      tool_choice: { type: 'any', disable_parallel_tool_use: true },
+      temperature: 0.2,
+      top_p: 0.9,
+      top_k: 5,
+      stop_sequences: ['END'],
+      metadata: { user_id: 'user-42' },
+    });
+    assert.deepEqual(result, {
+      id: 'msg_013Zva2CMHLNnXjNJJKqJ2EF',
+      model: 'claude-sonnet-4-20250514',
+      text: 'Sunny, 21°C. Checking Oslo.',
+      reasoning: 'The user wants Oslo too.',
+      toolCalls: [{ callId: 'toolu_01A09q90qw90lq917835lq9', name: 'weather', arguments: '{"city":"Oslo"}' }],
+      usage: {
+        inputTokens: 1050,
+        outputTokens: 40,
+        cachedInputTokens: 1000,
+        cacheWriteTokens: 0,
+        reasoningTokens: 0,
+      },
+      finishReason: 'tool-calls',
+      nativeFinishReason: 'tool_use',
+    });
+  });
+
+  it('maps tool choice, thinking budgets and the version header override', async () => {
+    upstream.handle((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          id: 'msg_2',
+          type: 'message',
+          role: 'assistant',
+          model: 'claude-sonnet-4-20250514',
+          content: [{ type: 'text', text: 'ok' }],
+          stop_reason: 'end_turn',
+          usage: { input_tokens: 3, output_tokens: 1 },
+        }),
+      );
+    });
+    const pinned = createAnthropicMessagesAdapter({ http, version: '2099-01-01' });
+    const base = call().request;
+    const send = async (request: Partial<AdapterCall['request']>, target = pinned) => {
+      await target.generate(call({ request: { ...base, ...request } }));
+      const sent = upstream.requests.at(-1)!;
+      return { headers: sent.headers, body: sent.body as any };
+    };
+
+    const named = await send({ toolChoice: { type: 'function', name: 'weather' }, parallelToolCalls: true });
+    assert.equal(named.headers['anthropic-version'], '2099-01-01');
+    assert.deepEqual(named.body.tool_choice, { type: 'tool', name: 'weather' });
+    assert.deepEqual((await send({ toolChoice: 'none' })).body.tool_choice, { type: 'none' });
+    assert.deepEqual((await send({ toolChoice: 'auto', parallelToolCalls: undefined })).body.tool_choice, {
+      type: 'auto',
+    });
+    assert.equal(
+      (await send({ toolChoice: undefined, parallelToolCalls: undefined })).body.tool_choice,
+      undefined,
+    );
+
+    const budgeted = (await send({ reasoning: { maxTokens: 2000 }, maxOutputTokens: 8000 })).body;
+    assert.deepEqual(budgeted.thinking, { type: 'enabled', budget_tokens: 2000 });
+    assert.equal(budgeted.max_tokens, 8000);
+    const effort = (await send({ reasoning: { effort: 'medium' } })).body;
+    assert.deepEqual(effort.thinking, { type: 'enabled', budget_tokens: 10_000 });
+    assert.equal(effort.max_tokens, 14_096, 'the default answer room comes on top of the budget');
+    const clamped = (await send({ reasoning: { effort: 'high' }, maxOutputTokens: 3000 })).body;
+    assert.deepEqual(clamped.thinking, { type: 'enabled', budget_tokens: 2999 });
+    const tooSmall = (await send({ reasoning: { effort: 'low' }, maxOutputTokens: 500 })).body;
+    assert.equal(tooSmall.thinking, undefined);
+    assert.equal((await send({ reasoning: { effort: 'none' } })).body.thinking, undefined);
+
+    // The target's own headers (an anthropic-beta flag, say) go along and may override the version.
+    await adapter.generate(
+      call({
+        target: {
+          baseUrl: upstream.url,
+          apiKey: 'sk-ant-upstream',
+          headers: { 'anthropic-beta': 'prompt-caching-2024-07-31' },
+        },
+      }),
+    );
+    assert.equal(upstream.requests.at(-1)!.headers['anthropic-beta'], 'prompt-caching-2024-07-31');
+    assert.equal(upstream.requests.at(-1)!.url, '/messages');
+  });
+
+  it('rejects function-call arguments that are not a JSON object as the caller’s error', async () => {
+    const before = upstream.requests.length;
+    const bad = call();
+    bad.request.input = [
+      { type: 'function-call', callId: 'toolu_x', name: 'weather', arguments: '{"city":' },
+    ];
+    await assert.rejects(adapter.generate(bad), (caught: unknown) => caught instanceof TypeError);
+    await assert.rejects(collect(adapter.stream(bad)), (caught: unknown) => caught instanceof TypeError);
+    assert.equal(upstream.requests.length, before, 'nothing was sent');
+  });
+
+  it('streams text, thinking, tool calls, usage and finish as typed parts', async () => {
+    upstream.handle((_request, response) =>
+      writeEvents(response, [
+        messageStart,
+        blockStart(0, { type: 'thinking', thinking: '' }),
+        blockDelta(0, { type: 'thinking_delta', thinking: 'Two cities.' }),
+        blockDelta(0, { type: 'signature_delta', signature: 'EqQBCgIYAhIM' }),
+        blockStop(0),
+        blockStart(1, { type: 'text', text: '' }),
+        { type: 'ping' },
+        blockDelta(1, { type: 'text_delta', text: 'Hel' }),
+        blockDelta(1, { type: 'text_delta', text: 'lo' }),
+        blockStop(1),
+        blockStart(2, { type: 'tool_use', id: 'toolu_01T1x1fJ34qAmk2tNTrN7Up6', name: 'weather', input: {} }),
+        blockDelta(2, { type: 'input_json_delta', partial_json: '' }),
+        blockDelta(2, { type: 'input_json_delta', partial_json: '{"city":' }),
+        blockDelta(2, { type: 'input_json_delta', partial_json: '"Oslo"}' }),
+        blockStop(2),
+        blockStart(3, { type: 'tool_use', id: 'toolu_02', name: 'weather', input: {} }),
+        blockDelta(3, { type: 'input_json_delta', partial_json: '{"city":"Rome"}' }),
+        blockStop(3),
+        messageDelta('tool_use', 89),
+        messageStop,
+      ]),
+    );
+    const parts = await collect(adapter.stream(call()));
+    const sent = upstream.requests.at(-1)!.body as any;
+    assert.equal(sent.stream, true);
+    assert.deepEqual(parts, [
+      { type: 'response-metadata', id: 'msg_01XFDUDYJgAACzvnptvVoYEL', model: 'claude-sonnet-4-20250514' },
+      { type: 'reasoning-delta', delta: 'Two cities.' },
+      { type: 'text-delta', delta: 'Hel' },
+      { type: 'text-delta', delta: 'lo' },
+      { type: 'tool-call-start', index: 0, callId: 'toolu_01T1x1fJ34qAmk2tNTrN7Up6', name: 'weather' },
+      { type: 'tool-call-delta', index: 0, argumentsDelta: '{"city":' },
+      { type: 'tool-call-delta', index: 0, argumentsDelta: '"Oslo"}' },
+      { type: 'tool-call-end', index: 0 },
+      { type: 'tool-call-start', index: 1, callId: 'toolu_02', name: 'weather' },
+      { type: 'tool-call-delta', index: 1, argumentsDelta: '{"city":"Rome"}' },
+      { type: 'tool-call-end', index: 1 },
+      {
+        type: 'usage',
+        usage: {
+          inputTokens: 442,
+          outputTokens: 89,
+          cachedInputTokens: 400,
+          cacheWriteTokens: 30,
+          reasoningTokens: 0,
+        },
+      },
+      { type: 'finish', reason: 'tool-calls', nativeReason: 'tool_use' },
+    ]);
+  });
+
+  it('reports a 429 with its message and Retry-After as a retryable error', async () => {
+    upstream.handle((_request, response) => {
+      response.writeHead(429, { 'content-type': 'application/json', 'retry-after': '17' }).end(
+        JSON.stringify({
+          type: 'error',
+          error: {
+            type: 'rate_limit_error',
+            message: 'Number of request tokens has exceeded your rate limit',
+          },
+        }),
+      );
+    });
+    const error = await adapter.generate(call()).catch((caught: unknown) => caught);
+    assert.ok(error instanceof UpstreamError);
+    assert.equal(error.status, 429);
+    assert.equal(error.retryable, true);
+    assert.equal(error.retryAfterSeconds, 17);
+    assert.equal(error.message, 'Number of request tokens has exceeded your rate limit');
+    await assert.rejects(
+      collect(adapter.stream(call())),
+      (caught: unknown) => caught instanceof UpstreamError && caught.status === 429,
+    );
+  });
+
+  it('throws an overloaded_error event that arrives before output, retryable as a 529', async () => {
+    upstream.handle((_request, response) =>
+      writeEvents(response, [messageStart, { type: 'ping' }, overloaded]),
+    );
+    await assert.rejects(
+      collect(adapter.stream(call())),
+      (caught: unknown) =>
+        caught instanceof UpstreamError &&
+        caught.status === 529 &&
+        caught.retryable &&
+        caught.message === 'Overloaded',
+    );
+  });
+
+  it('yields an overloaded_error event that arrives after output as an error part', async () => {
+    upstream.handle((_request, response) =>
+      writeEvents(response, [
+        messageStart,
+        blockStart(0, { type: 'text', text: '' }),
+        blockDelta(0, { type: 'text_delta', text: 'partial' }),
+        overloaded,
+      ]),
+    );
+    const parts = await collect(adapter.stream(call()));
+    assert.deepEqual(
+      parts.map((part) => part.type),
+      ['response-metadata', 'text-delta', 'error'],
+    );
+    const last = parts.at(-1)!;
+    assert.ok(last.type === 'error' && last.error.status === 529 && last.error.retryable);
+  });
+
+  it('treats a 400 invalid_request_error as not retryable and an HTML 502 as retryable', async () => {
+    upstream.handle((_request, response) => {
+      response.writeHead(400, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          type: 'error',
+          error: { type: 'invalid_request_error', message: 'max_tokens: Field required' },
+        }),
+      );
+    });
+    const invalid = await adapter.generate(call()).catch((caught: unknown) => caught);
+    assert.ok(invalid instanceof UpstreamError && invalid.status === 400 && invalid.retryable === false);
+    assert.equal(invalid.message, 'max_tokens: Field required');
+
+    upstream.handle((_request, response) => {
+      response.writeHead(502, { 'content-type': 'text/html' }).end('<html><body>Bad Gateway</body></html>');
+    });
+    const html = await adapter.generate(call()).catch((caught: unknown) => caught);
+    assert.ok(html instanceof UpstreamError && html.status === 502 && html.retryable);
+    assert.equal(html.message, 'Upstream returned HTTP 502');
+    assert.match(html.raw ?? '', /Bad Gateway/);
+    await assert.rejects(
+      collect(adapter.stream(call())),
+      (caught: unknown) => caught instanceof UpstreamError && caught.status === 502,
+    );
+  });
+
+  it('treats a stream that ends without message_stop as broken: thrown before output, a part after', async () => {
+    upstream.handle((_request, response) =>
+      writeEvents(response, [
+        messageStart,
+        blockStart(0, { type: 'text', text: '' }),
+        blockDelta(0, { type: 'text_delta', text: 'partial' }),
+        blockStop(0),
+        messageDelta('end_turn', 3),
+      ]),
+    );
+    const parts = await collect(adapter.stream(call()));
+    assert.deepEqual(parts.slice(0, 2), [
+      { type: 'response-metadata', id: 'msg_01XFDUDYJgAACzvnptvVoYEL', model: 'claude-sonnet-4-20250514' },
+      { type: 'text-delta', delta: 'partial' },
+    ]);
+    const last = parts.at(-1)!;
+    assert.equal(parts.length, 3);
+    assert.ok(last.type === 'error' && last.error.retryable && last.error.kind === 'invalid-response');
+
+    upstream.handle(async (_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.write(frame(messageStart));
+      response.write('event: content_block_start\ndata: {"type":"content_blo');
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      response.destroy();
+    });
+    await assert.rejects(
+      collect(adapter.stream(call())),
+      (caught: unknown) => caught instanceof UpstreamError && caught.retryable,
+    );
+  });
+
+  it('throws a timeout when no output arrives before the first-token timeout', async () => {
+    upstream.handle(async (_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.write(frame(messageStart));
+      response.write(frame(blockStart(0, { type: 'text', text: '' })));
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      response.end();
+    });
+    const started = Date.now();
+    await assert.rejects(
+      collect(adapter.stream(call({ timeouts: { headersMs: 2000, firstTokenMs: 150, idleMs: 5000 } }))),
+      (caught: unknown) => caught instanceof UpstreamError && caught.kind === 'timeout' && caught.retryable,
+    );
+    assert.ok(Date.now() - started < 900, 'the first-token timeout fired before the upstream finished');
+  });
+});

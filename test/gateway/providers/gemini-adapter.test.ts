@@ -1,0 +1,622 @@
+import assert from 'node:assert/strict';
+import type { ServerResponse } from 'node:http';
+import { after, before, describe, it } from 'node:test';
+import { createGeminiAdapter } from '../../../src/gateway/providers/gemini/gemini-adapter.js';
+import { createUpstreamHttp } from '../../../src/gateway/providers/shared/upstream-http.js';
+import type { AdapterCall } from '../../../src/spec/provider-adapter.js';
+import type { StreamPart } from '../../../src/spec/stream-part.js';
+import { UpstreamError } from '../../../src/spec/upstream-error.js';
+import { startFakeUpstream } from '../../helpers/fake-upstream.js';
+
+// Bodies in the shape Gemini's v1beta API sends them: every reply and stream chunk is a
+// GenerateContentResponse; streamed ones hold only the new parts and the running usage.
+const identity = { modelVersion: 'gemini-2.5-flash', responseId: 'mKd3aOa2Ha6Xz7IP0f7x-Qo' };
+const chunk = (parts: unknown[], extra: Record<string, unknown> = {}) =>
+  JSON.stringify({
+    candidates: [{ content: { parts, role: 'model' }, index: 0, ...extra }],
+    usageMetadata: { promptTokenCount: 42, totalTokenCount: 42 },
+    ...identity,
+  });
+const finalUsage = {
+  promptTokenCount: 42,
+  candidatesTokenCount: 20,
+  totalTokenCount: 110,
+  cachedContentTokenCount: 16,
+  thoughtsTokenCount: 48,
+  promptTokensDetails: [{ modality: 'TEXT', tokenCount: 42 }],
+  cacheTokensDetails: [{ modality: 'TEXT', tokenCount: 16 }],
+};
+const googleError = (code: number, status: string, message: string, details?: unknown[]) =>
+  JSON.stringify({ error: { code, message, status, ...(details ? { details } : {}) } });
+
+// What call() below becomes on the wire, streamed or not: only the URL differs.
+const expectedBody = {
+  contents: [
+    {
+      role: 'user',
+      parts: [
+        { text: 'Weather where this was taken?' },
+        { inlineData: { mimeType: 'image/png', data: 'iVBORw0KGgo=' } },
+        { fileData: { mimeType: 'application/pdf', fileUri: 'https://example.com/report.pdf' } },
+        { fileData: { mimeType: 'application/octet-stream', fileUri: 'https://example.com/notes' } },
+        { inlineData: { mimeType: 'audio/wav', data: 'UklGRg==' } },
+        { text: 'Quickly.' },
+      ],
+    },
+    {
+      role: 'model',
+      parts: [
+        { text: 'Checking.' },
+        { functionCall: { name: 'weather', args: { city: 'Paris' } } },
+        { functionCall: { name: 'time', args: {} } },
+      ],
+    },
+    {
+      role: 'user',
+      parts: [
+        { functionResponse: { name: 'weather', response: { temp: 21 } } },
+        { functionResponse: { name: 'time', response: { content: '14:00' } } },
+        { functionResponse: { name: 'call_unknown', response: { content: '[1,2]' } } },
+      ],
+    },
+  ],
+  systemInstruction: { parts: [{ text: 'Be brief.\n\nAnswer in English.' }] },
+  tools: [
+    {
+      functionDeclarations: [
+        {
+          name: 'weather',
+          description: 'Current weather',
+          parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+        },
+        { name: 'time' },
+      ],
+    },
+  ],
+  toolConfig: { functionCallingConfig: { mode: 'ANY', allowedFunctionNames: ['weather'] } },
+  generationConfig: {
+    maxOutputTokens: 100,
+    temperature: 0.2,
+    topP: 0.9,
+    topK: 5,
+    stopSequences: ['END'],
+    seed: 7,
+    responseMimeType: 'application/json',
+    responseSchema: { type: 'object', properties: { summary: { type: 'string' } } },
+    thinkingConfig: { thinkingBudget: 1024, includeThoughts: true },
+  },
+};
+
+/** Gemini ends its SSE events with CRLF pairs. */
+async function writeGeminiSse(response: ServerResponse, frames: string[], delayMs = 0): Promise<void> {
+  response.writeHead(200, { 'content-type': 'text/event-stream', 'x-goog-api-version': 'v1beta' });
+  for (const frame of frames) {
+    response.write(`data: ${frame}\r\n\r\n`);
+    if (delayMs > 0) await new Promise((resolve) => setTimeout(resolve, delayMs));
+  }
+  response.end();
+}
+
+function reply(response: ServerResponse, status: number, body: string): void {
+  response.writeHead(status, { 'content-type': 'application/json; charset=UTF-8' }).end(body);
+}
+
+async function collect(parts: AsyncIterable<StreamPart>): Promise<StreamPart[]> {
+  const collected: StreamPart[] = [];
+  for await (const part of parts) collected.push(part);
+  return collected;
+}
+
+describe('Gemini adapter against a fake upstream', () => {
+  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  const http = createUpstreamHttp();
+  const adapter = createGeminiAdapter({ http });
+  const call = (overrides: Partial<AdapterCall> = {}): AdapterCall => ({
+    request: {
+      model: 'gemini-2.5-flash',
+      instructions: 'Be brief.',
+      input: [
+        { type: 'message', role: 'developer', content: [{ type: 'text', text: 'Answer in English.' }] },
+        {
+          type: 'message',
+          role: 'user',
+          content: [
+            { type: 'text', text: 'Weather where this was taken?' },
+            { type: 'image', url: 'data:image/png;base64,iVBORw0KGgo=', detail: 'high' },
+            { type: 'file', url: 'https://example.com/report.pdf', mediaType: 'application/pdf' },
+            { type: 'file', url: 'https://example.com/notes' },
+            { type: 'audio', data: 'UklGRg==', format: 'wav' },
+          ],
+        },
+        { type: 'message', role: 'user', content: [{ type: 'text', text: 'Quickly.' }] },
+        { type: 'message', role: 'assistant', content: [{ type: 'text', text: 'Checking.' }] },
+        { type: 'function-call', callId: 'call_0', name: 'weather', arguments: '{"city":"Paris"}' },
+        { type: 'function-call', callId: 'call_1', name: 'time', arguments: '' },
+        { type: 'function-call-output', callId: 'call_0', output: '{"temp":21}' },
+        { type: 'function-call-output', callId: 'call_1', output: '14:00' },
+        { type: 'function-call-output', callId: 'call_unknown', output: '[1,2]' },
+      ],
+      tools: [
+        {
+          type: 'function',
+          name: 'weather',
+          description: 'Current weather',
+          parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+        },
+        { type: 'function', name: 'time', parameters: { type: 'object', properties: {} } },
+      ],
+      toolChoice: { type: 'function', name: 'weather' },
+      parallelToolCalls: false,
+      maxOutputTokens: 100,
+      temperature: 0.2,
+      topP: 0.9,
+      topK: 5,
+      stop: ['END'],
+      seed: 7,
+      responseFormat: {
+        type: 'json_schema',
+        name: 'forecast',
+        schema: { type: 'object', properties: { summary: { type: 'string' } } },
+      },
+      reasoning: { maxTokens: 1024, include: true },
+    },
+    target: { baseUrl: `${upstream.url}/v1beta/`, apiKey: 'AIza-upstream' },
+    signal: new AbortController().signal,
+    timeouts: { headersMs: 2000, firstTokenMs: 2000, idleMs: 2000 },
+    ...overrides,
+  });
+  const simple = (overrides: Partial<AdapterCall> = {}): AdapterCall => ({
+    ...call(overrides),
+    request: {
+      model: 'gemini-2.5-flash',
+      input: [{ type: 'message', role: 'user', content: [{ type: 'text', text: 'Hi' }] }],
+    },
+  });
+
+  before(async () => {
+    upstream = await startFakeUpstream();
+  });
+  after(async () => {
+    await http.close();
+    await upstream.close();
+  });
+
+  it('sends the canonical request in the generateContent wire format', async () => {
+    upstream.handle((_request, response) =>
+      reply(
+        response,
+        200,
+        JSON.stringify({
+          candidates: [
+            {
+              content: { parts: [{ text: '{"summary":"Sunny, 21°C."}' }], role: 'model' },
+              finishReason: 'STOP',
+              index: 0,
+            },
+          ],
+          usageMetadata: {
+            promptTokenCount: 30,
+            candidatesTokenCount: 6,
+            totalTokenCount: 61,
+            thoughtsTokenCount: 25,
+            promptTokensDetails: [{ modality: 'TEXT', tokenCount: 30 }],
+          },
+          ...identity,
+        }),
+      ),
+    );
+    const result = await adapter.generate(call());
+    const sent = upstream.requests.at(-1)!;
+    assert.equal(sent.url, '/v1beta/models/gemini-2.5-flash:generateContent');
+    assert.equal(sent.headers['x-goog-api-key'], 'AIza-upstream');
+    assert.equal(sent.headers.authorization, undefined);
+    assert.deepEqual(sent.body, expectedBody);
+    assert.deepEqual(result, {
+      id: 'mKd3aOa2Ha6Xz7IP0f7x-Qo',
+      model: 'gemini-2.5-flash',
+      text: '{"summary":"Sunny, 21°C."}',
+      reasoning: '',
+      toolCalls: [],
+      // Gemini's candidatesTokenCount leaves out the 25 thinking tokens; canonical output includes them.
+      usage: {
+        inputTokens: 30,
+        outputTokens: 31,
+        cachedInputTokens: 0,
+        cacheWriteTokens: 0,
+        reasoningTokens: 25,
+      },
+      finishReason: 'stop',
+      nativeFinishReason: 'STOP',
+    });
+  });
+
+  it('maps tool choices and sends a bare request with no optional sections', async () => {
+    upstream.handle((_request, response) =>
+      reply(response, 200, chunk([{ text: 'Hello' }], { finishReason: 'STOP' })),
+    );
+    await adapter.generate(simple());
+    assert.deepEqual(upstream.requests.at(-1)!.body, {
+      contents: [{ role: 'user', parts: [{ text: 'Hi' }] }],
+    });
+    const modes: Array<[AdapterCall['request']['toolChoice'], string]> = [
+      ['auto', 'AUTO'],
+      ['required', 'ANY'],
+      ['none', 'NONE'],
+    ];
+    for (const [toolChoice, mode] of modes) {
+      const base = simple();
+      await adapter.generate({ ...base, request: { ...base.request, toolChoice } });
+      assert.deepEqual((upstream.requests.at(-1)!.body as Record<string, unknown>).toolConfig, {
+        functionCallingConfig: { mode },
+      });
+    }
+  });
+
+  it('refuses function-call arguments that are not a JSON object, before calling upstream', async () => {
+    const sentBefore = upstream.requests.length;
+    const base = simple();
+    const bad = {
+      ...base,
+      request: {
+        ...base.request,
+        input: [{ type: 'function-call' as const, callId: 'call_0', name: 'weather', arguments: '{"city":' }],
+      },
+    };
+    await assert.rejects(adapter.generate(bad), (caught: unknown) => {
+      return caught instanceof TypeError && /call_0 \(weather\).*not valid JSON/.test(caught.message);
+    });
+    await assert.rejects(collect(adapter.stream(bad)), TypeError);
+    assert.equal(upstream.requests.length, sentBefore);
+  });
+
+  it('reads a non-streamed function call with its thought signature left behind', async () => {
+    upstream.handle((_request, response) =>
+      reply(
+        response,
+        200,
+        JSON.stringify({
+          candidates: [
+            {
+              content: {
+                parts: [
+                  { text: 'I should look that up.', thought: true },
+                  { text: 'Looking it up.' },
+                  {
+                    functionCall: { name: 'weather', args: { city: 'Paris', units: 'metric' } },
+                    thoughtSignature: 'CiQB0e2Kb0Xq1xPz',
+                  },
+                  { functionCall: { name: 'time', args: {} } },
+                ],
+                role: 'model',
+              },
+              finishReason: 'STOP',
+              index: 0,
+            },
+          ],
+          usageMetadata: finalUsage,
+          ...identity,
+        }),
+      ),
+    );
+    const result = await adapter.generate(simple());
+    assert.equal(result.text, 'Looking it up.');
+    assert.equal(result.reasoning, 'I should look that up.');
+    assert.deepEqual(result.toolCalls, [
+      { callId: 'call_0', name: 'weather', arguments: '{"city":"Paris","units":"metric"}' },
+      { callId: 'call_1', name: 'time', arguments: '{}' },
+    ]);
+    assert.equal(result.finishReason, 'tool-calls');
+    assert.equal(result.nativeFinishReason, 'STOP');
+    assert.deepEqual(result.usage, {
+      inputTokens: 42,
+      outputTokens: 68,
+      cachedInputTokens: 16,
+      cacheWriteTokens: 0,
+      reasoningTokens: 48,
+    });
+  });
+
+  it('streams thoughts, text, a function call, usage and finish as typed parts', async () => {
+    upstream.handle((_request, response) =>
+      writeGeminiSse(response, [
+        chunk([{ text: '**Checking the forecast**\n', thought: true }]),
+        chunk([{ text: 'Let me ' }]),
+        chunk([{ text: 'check.' }]),
+        JSON.stringify({
+          candidates: [
+            {
+              content: {
+                parts: [
+                  {
+                    functionCall: { name: 'weather', args: { city: 'Oslo' } },
+                    thoughtSignature: 'CikB0e2Kb7Uq',
+                  },
+                ],
+                role: 'model',
+              },
+              finishReason: 'STOP',
+              index: 0,
+            },
+          ],
+          usageMetadata: finalUsage,
+          ...identity,
+        }),
+      ]),
+    );
+    const parts = await collect(adapter.stream(call()));
+    const sent = upstream.requests.at(-1)!;
+    assert.equal(sent.url, '/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse');
+    assert.equal(sent.headers['x-goog-api-key'], 'AIza-upstream');
+    assert.deepEqual(sent.body, expectedBody);
+    assert.deepEqual(parts, [
+      { type: 'response-metadata', id: 'mKd3aOa2Ha6Xz7IP0f7x-Qo', model: 'gemini-2.5-flash' },
+      { type: 'reasoning-delta', delta: '**Checking the forecast**\n' },
+      { type: 'text-delta', delta: 'Let me ' },
+      { type: 'text-delta', delta: 'check.' },
+      { type: 'tool-call-start', index: 0, callId: 'call_0', name: 'weather' },
+      { type: 'tool-call-delta', index: 0, argumentsDelta: '{"city":"Oslo"}' },
+      { type: 'tool-call-end', index: 0 },
+      {
+        type: 'usage',
+        usage: {
+          inputTokens: 42,
+          outputTokens: 68,
+          cachedInputTokens: 16,
+          cacheWriteTokens: 0,
+          reasoningTokens: 48,
+        },
+      },
+      { type: 'finish', reason: 'tool-calls', nativeReason: 'STOP' },
+    ]);
+  });
+
+  it('maps finish reasons: STOP, MAX_TOKENS, SAFETY, MALFORMED_FUNCTION_CALL and unknown ones', async () => {
+    const cases: Array<[string, string]> = [
+      ['STOP', 'stop'],
+      ['MAX_TOKENS', 'length'],
+      ['SAFETY', 'content-filter'],
+      ['RECITATION', 'content-filter'],
+      ['PROHIBITED_CONTENT', 'content-filter'],
+      ['MALFORMED_FUNCTION_CALL', 'error'],
+      ['LANGUAGE', 'other'],
+    ];
+    for (const [native, canonical] of cases) {
+      upstream.handle((_request, response) =>
+        reply(
+          response,
+          200,
+          JSON.stringify({
+            candidates: [
+              {
+                // A candidate stopped for safety has no content, only ratings.
+                ...(native === 'SAFETY' ? {} : { content: { parts: [{ text: 'x' }], role: 'model' } }),
+                finishReason: native,
+                index: 0,
+                safetyRatings: [{ category: 'HARM_CATEGORY_DANGEROUS_CONTENT', probability: 'HIGH' }],
+              },
+            ],
+            usageMetadata: { promptTokenCount: 5, totalTokenCount: 5 },
+            ...identity,
+          }),
+        ),
+      );
+      const result = await adapter.generate(simple());
+      assert.equal(result.finishReason, canonical, native);
+      assert.equal(result.nativeFinishReason, native);
+    }
+    upstream.handle((_request, response) =>
+      writeGeminiSse(response, [
+        chunk([{ text: 'The first part' }]),
+        chunk([], { finishReason: 'SAFETY', safetyRatings: [] }),
+      ]),
+    );
+    const parts = await collect(adapter.stream(simple()));
+    assert.deepEqual(parts.at(-1), { type: 'finish', reason: 'content-filter', nativeReason: 'SAFETY' });
+  });
+
+  it('reports a blocked prompt as a content-filter finish without text', async () => {
+    const blocked = JSON.stringify({
+      promptFeedback: {
+        blockReason: 'PROHIBITED_CONTENT',
+        safetyRatings: [{ category: 'HARM_CATEGORY_HARASSMENT', probability: 'NEGLIGIBLE' }],
+      },
+      usageMetadata: { promptTokenCount: 9, totalTokenCount: 9 },
+      ...identity,
+    });
+    upstream.handle((_request, response) => reply(response, 200, blocked));
+    const result = await adapter.generate(simple());
+    assert.equal(result.text, '');
+    assert.equal(result.finishReason, 'content-filter');
+    assert.equal(result.nativeFinishReason, 'PROHIBITED_CONTENT');
+    assert.equal(result.usage.inputTokens, 9);
+
+    upstream.handle((_request, response) => writeGeminiSse(response, [blocked]));
+    assert.deepEqual(await collect(adapter.stream(simple())), [
+      { type: 'response-metadata', id: 'mKd3aOa2Ha6Xz7IP0f7x-Qo', model: 'gemini-2.5-flash' },
+      {
+        type: 'usage',
+        usage: {
+          inputTokens: 9,
+          outputTokens: 0,
+          cachedInputTokens: 0,
+          cacheWriteTokens: 0,
+          reasoningTokens: 0,
+        },
+      },
+      { type: 'finish', reason: 'content-filter', nativeReason: 'PROHIBITED_CONTENT' },
+    ]);
+  });
+
+  it('reports a 429 RESOURCE_EXHAUSTED as retryable, with the delay from its RetryInfo', async () => {
+    upstream.handle((_request, response) =>
+      reply(
+        response,
+        429,
+        googleError(429, 'RESOURCE_EXHAUSTED', 'You exceeded your current quota, please check your plan.', [
+          {
+            '@type': 'type.googleapis.com/google.rpc.QuotaFailure',
+            violations: [
+              {
+                quotaMetric: 'generativelanguage.googleapis.com/generate_content_free_tier_requests',
+                quotaId: 'GenerateRequestsPerMinutePerProjectPerModel-FreeTier',
+                quotaDimensions: { location: 'global', model: 'gemini-2.5-flash' },
+                quotaValue: '10',
+              },
+            ],
+          },
+          {
+            '@type': 'type.googleapis.com/google.rpc.Help',
+            links: [{ description: 'Learn more', url: 'https://ai.google.dev/gemini-api/docs/rate-limits' }],
+          },
+          { '@type': 'type.googleapis.com/google.rpc.RetryInfo', retryDelay: '36.5s' },
+        ]),
+      ),
+    );
+    const error = await adapter.generate(simple()).catch((caught: unknown) => caught);
+    assert.ok(error instanceof UpstreamError);
+    assert.equal(error.status, 429);
+    assert.equal(error.kind, 'http');
+    assert.equal(error.retryable, true);
+    assert.equal(error.retryAfterSeconds, 37);
+    assert.equal(error.message, 'You exceeded your current quota, please check your plan.');
+    assert.match(error.raw ?? '', /RESOURCE_EXHAUSTED/);
+    await assert.rejects(
+      collect(adapter.stream(simple())),
+      (caught: unknown) => caught instanceof UpstreamError && caught.status === 429 && caught.retryable,
+    );
+
+    // A Retry-After header, when a proxy adds one, wins.
+    upstream.handle((_request, response) => {
+      response
+        .writeHead(429, { 'content-type': 'application/json', 'retry-after': '5' })
+        .end(googleError(429, 'RESOURCE_EXHAUSTED', 'Resource has been exhausted (e.g. check quota).'));
+    });
+    const withHeader = await adapter.generate(simple()).catch((caught: unknown) => caught);
+    assert.ok(withHeader instanceof UpstreamError && withHeader.retryAfterSeconds === 5);
+  });
+
+  it('treats 400 INVALID_ARGUMENT as final and 503 UNAVAILABLE as retryable', async () => {
+    upstream.handle((_request, response) =>
+      reply(
+        response,
+        400,
+        googleError(400, 'INVALID_ARGUMENT', 'API key not valid. Please pass a valid API key.', [
+          {
+            '@type': 'type.googleapis.com/google.rpc.ErrorInfo',
+            reason: 'API_KEY_INVALID',
+            domain: 'googleapis.com',
+            metadata: { service: 'generativelanguage.googleapis.com' },
+          },
+        ]),
+      ),
+    );
+    const invalid = await adapter.generate(simple()).catch((caught: unknown) => caught);
+    assert.ok(invalid instanceof UpstreamError);
+    assert.equal(invalid.status, 400);
+    assert.equal(invalid.retryable, false);
+    assert.equal(invalid.retryAfterSeconds, null);
+    assert.equal(invalid.message, 'API key not valid. Please pass a valid API key.');
+
+    upstream.handle((_request, response) =>
+      reply(
+        response,
+        503,
+        googleError(503, 'UNAVAILABLE', 'The model is overloaded. Please try again later.'),
+      ),
+    );
+    const overloaded = await adapter.generate(simple()).catch((caught: unknown) => caught);
+    assert.ok(overloaded instanceof UpstreamError);
+    assert.equal(overloaded.status, 503);
+    assert.equal(overloaded.retryable, true);
+    assert.equal(overloaded.message, 'The model is overloaded. Please try again later.');
+    await assert.rejects(
+      collect(adapter.stream(simple())),
+      (caught: unknown) => caught instanceof UpstreamError && caught.status === 503 && caught.retryable,
+    );
+  });
+
+  it('turns a stream cut after output into an in-band error part, and throws when cut before it', async () => {
+    upstream.handle(async (_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.write(`data: ${chunk([{ text: 'partial' }])}\r\n\r\n`);
+      response.write('data: {"candidates": [{"content": {"par');
+      // Let the bytes leave before the connection drops, as a real cut mid-frame does.
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      response.destroy();
+    });
+    const parts = await collect(adapter.stream(simple()));
+    assert.deepEqual(parts.slice(0, 2), [
+      { type: 'response-metadata', id: 'mKd3aOa2Ha6Xz7IP0f7x-Qo', model: 'gemini-2.5-flash' },
+      { type: 'text-delta', delta: 'partial' },
+    ]);
+    const last = parts.at(-1)!;
+    assert.ok(last.type === 'error' && last.error.retryable);
+
+    // A clean end without a finish reason is a cut too: Gemini has no end-of-stream marker.
+    upstream.handle((_request, response) => writeGeminiSse(response, [chunk([{ text: 'partial' }])]));
+    const ended = await collect(adapter.stream(simple()));
+    const endedLast = ended.at(-1)!;
+    assert.ok(endedLast.type === 'error' && endedLast.error.kind === 'invalid-response');
+    assert.ok(endedLast.type === 'error' && endedLast.error.retryable);
+
+    upstream.handle((_request, response) => writeGeminiSse(response, []));
+    await assert.rejects(
+      collect(adapter.stream(simple())),
+      (caught: unknown) =>
+        caught instanceof UpstreamError && caught.kind === 'invalid-response' && caught.retryable,
+    );
+  });
+
+  it('yields an error object sent inside a 200 stream after output', async () => {
+    upstream.handle((_request, response) =>
+      writeGeminiSse(response, [
+        chunk([{ text: 'Hel' }]),
+        googleError(500, 'INTERNAL', 'An internal error has occurred.'),
+      ]),
+    );
+    const parts = await collect(adapter.stream(simple()));
+    const last = parts.at(-1)!;
+    assert.ok(last.type === 'error');
+    assert.equal(last.error.message, 'An internal error has occurred.');
+    assert.equal(last.error.status, 500);
+    assert.ok(last.error.retryable);
+  });
+
+  it('throws a timeout when no output arrives before the first-token timeout', async () => {
+    upstream.handle(async (_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      // A chunk with an empty text part is no output.
+      response.write(`data: ${chunk([{ text: '' }])}\r\n\r\n`);
+      await new Promise((resolve) => setTimeout(resolve, 1000));
+      response.end();
+    });
+    const started = Date.now();
+    await assert.rejects(
+      collect(adapter.stream(simple({ timeouts: { headersMs: 2000, firstTokenMs: 150, idleMs: 5000 } }))),
+      (caught: unknown) => caught instanceof UpstreamError && caught.kind === 'timeout' && caught.retryable,
+    );
+    assert.ok(Date.now() - started < 900, 'the first-token timeout fired before the upstream finished');
+  });
+
+  it('stops reading and reports an abort when the caller aborts', async () => {
+    upstream.handle((_request, response) =>
+      writeGeminiSse(
+        response,
+        [chunk([{ text: 'a' }]), chunk([{ text: 'b' }]), chunk([], { finishReason: 'STOP' })],
+        200,
+      ),
+    );
+    const controller = new AbortController();
+    const parts: StreamPart[] = [];
+    for await (const part of adapter.stream(simple({ signal: controller.signal }))) {
+      parts.push(part);
+      if (part.type === 'text-delta') controller.abort();
+    }
+    assert.deepEqual(
+      parts.map((part) => part.type),
+      ['response-metadata', 'text-delta', 'error'],
+    );
+    const last = parts.at(-1)!;
+    assert.ok(last.type === 'error' && last.error.kind === 'aborted' && !last.error.retryable);
+  });
+});
