@@ -1,4 +1,4 @@
-import { knownPrice, perMillion, scaledPrice } from './decimal-price.js';
+import { knownPrice, perMillion, scaledPrice } from '../billing/decimal-price.js';
 import type { SnapshotEndpoint, SnapshotModel, SnapshotUsageRow } from './snapshot-types.js';
 
 export const categories = [

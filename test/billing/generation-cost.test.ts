@@ -1,0 +1,102 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { generationCost, worstCaseCost } from '../../src/billing/generation-cost.js';
+
+const usage = (overrides: Partial<Parameters<typeof generationCost>[1]> = {}) => ({
+  inputTokens: 0,
+  outputTokens: 0,
+  cachedInputTokens: 0,
+  cacheWriteTokens: 0,
+  reasoningTokens: 0,
+  ...overrides,
+});
+
+describe('generation cost in nano-dollars', () => {
+  it('prices input and output tokens exactly, where floats would drift', () => {
+    // gpt-4o-mini: $0.15 / $0.60 per million tokens.
+    const cost = generationCost(
+      { prompt: '0.00000015', completion: '0.0000006' },
+      usage({ inputTokens: 1000, outputTokens: 500 }),
+    );
+    assert.deepEqual(cost, { totalNanos: 450_000, inputNanos: 150_000, outputNanos: 300_000 });
+    // 3 × 0.1 micro-dollars is 0.30000000000000004 in floats, exactly 300 nano-dollars here.
+    assert.equal(
+      generationCost({ prompt: '0.0000001', completion: '0' }, usage({ inputTokens: 3 })).totalNanos,
+      300,
+    );
+  });
+
+  it('charges cache reads, cache writes and reasoning at their own prices when the endpoint has them', () => {
+    const pricing = {
+      prompt: '0.000003',
+      completion: '0.000015',
+      input_cache_read: '0.0000003',
+      input_cache_write: '0.00000375',
+      internal_reasoning: '0.00001',
+    };
+    const cost = generationCost(
+      pricing,
+      usage({
+        inputTokens: 10_000,
+        cachedInputTokens: 6_000,
+        cacheWriteTokens: 2_000,
+        outputTokens: 1_000,
+        reasoningTokens: 400,
+      }),
+    );
+    // 2,000 uncached × 3000 + 6,000 × 300 + 2,000 × 3750 (nano per token) = 6,000,000 + 1,800,000 + 7,500,000
+    assert.equal(cost.inputNanos, 15_300_000);
+    // 600 × 15,000 + 400 × 10,000
+    assert.equal(cost.outputNanos, 13_000_000);
+    assert.equal(cost.totalNanos, 28_300_000);
+    // Without their own prices, cached tokens cost as input and reasoning as completion.
+    const plain = generationCost(
+      { prompt: '0.000003', completion: '0.000015' },
+      usage({ inputTokens: 10, cachedInputTokens: 4, outputTokens: 10, reasoningTokens: 5 }),
+    );
+    assert.deepEqual(plain, { totalNanos: 180_000, inputNanos: 30_000, outputNanos: 150_000 });
+  });
+
+  it('adds the per-request price once, applies the discount, and rounds once to the nano-dollar', () => {
+    const cost = generationCost(
+      { prompt: '0.0000000125', completion: '0', request: '0.001', discount: 0.2 },
+      usage({ inputTokens: 3 }),
+    );
+    // (3 × 12.5 + 1,000,000) × 0.8 = 800,030 nano-dollars
+    assert.equal(cost.totalNanos, 800_030);
+    assert.equal(
+      generationCost({ prompt: '0.0000000125', completion: '0' }, usage({ inputTokens: 1 })).totalNanos,
+      13,
+    );
+    assert.equal(
+      generationCost({ prompt: '0.000001', completion: '0.000001', discount: 1 }, usage({ inputTokens: 99 }))
+        .totalNanos,
+      0,
+    );
+  });
+
+  it('never counts more cached or reasoning tokens than tokens', () => {
+    const cost = generationCost(
+      { prompt: '0.000001', completion: '0.000002', input_cache_read: '0' },
+      usage({ inputTokens: 5, cachedInputTokens: 50, outputTokens: 5, reasoningTokens: 50 }),
+    );
+    assert.deepEqual(cost, { totalNanos: 10_000, inputNanos: 0, outputNanos: 10_000 });
+  });
+
+  it('reserves the worst case: dearest input and output prices, rounded up', () => {
+    const pricing = {
+      prompt: '0.000003',
+      completion: '0.000015',
+      input_cache_write: '0.00000375',
+      internal_reasoning: '0.00002',
+      request: '0.0000000001',
+    };
+    // 100 × 3750 + 10 × 20,000 + 0.1, rounded up
+    assert.equal(worstCaseCost(pricing, { promptTokens: 100, maxOutputTokens: 10 }), 575_001);
+    const real = generationCost(
+      pricing,
+      usage({ inputTokens: 100, cacheWriteTokens: 100, outputTokens: 10, reasoningTokens: 10 }),
+    );
+    assert.ok(real.totalNanos <= worstCaseCost(pricing, { promptTokens: 100, maxOutputTokens: 10 }));
+  });
+});
