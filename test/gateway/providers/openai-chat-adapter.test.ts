@@ -298,3 +298,67 @@ describe('OpenAI chat-completions adapter against a fake upstream', () => {
     assert.ok(last.type === 'error' && last.error.kind === 'aborted' && !last.error.retryable);
   });
 });
+
+describe('OpenAI chat-completions request conversion', () => {
+  it('refuses what the protocol cannot carry, before any request is sent', async () => {
+    const { convertToOpenAiChatRequest } = await import(
+      '../../../src/gateway/providers/openai-chat/convert-to-openai-chat-request.js'
+    );
+    const options = { maxTokensField: 'max_tokens' as const, supportsTopK: true, stream: false };
+    assert.throws(
+      () =>
+        convertToOpenAiChatRequest(
+          {
+            model: 'm',
+            input: [
+              {
+                type: 'message',
+                role: 'user',
+                content: [{ type: 'file', url: 'https://example.com/a.pdf' }],
+              },
+            ],
+          },
+          options,
+        ),
+      /only as data: URLs/,
+    );
+    assert.throws(
+      () =>
+        convertToOpenAiChatRequest(
+          {
+            model: 'm',
+            input: [
+              {
+                type: 'message',
+                role: 'assistant',
+                content: [{ type: 'image', url: 'https://example.com/a.png' }],
+              },
+            ],
+          },
+          options,
+        ),
+      /only text in assistant turns/,
+    );
+    const inline = convertToOpenAiChatRequest(
+      {
+        model: 'm',
+        input: [
+          {
+            type: 'message',
+            role: 'user',
+            content: [{ type: 'file', url: 'data:application/pdf;base64,JVBERi0=', filename: 'a.pdf' }],
+          },
+        ],
+      },
+      options,
+    );
+    assert.deepEqual(inline.messages, [
+      {
+        role: 'user',
+        content: [
+          { type: 'file', file: { file_data: 'data:application/pdf;base64,JVBERi0=', filename: 'a.pdf' } },
+        ],
+      },
+    ]);
+  });
+});

@@ -25,6 +25,10 @@ function convertPart(part: ContentPart): OpenAiContentPart {
         image_url: part.detail ? { url: part.url, detail: part.detail } : { url: part.url },
       };
     case 'file':
+      // Chat completions take inline files only (`file_data` is a data URL); a link cannot be sent.
+      if (!part.url.startsWith('data:')) {
+        throw new TypeError('The chat-completions protocol accepts files only as data: URLs, not links');
+      }
       return {
         type: 'file',
         file: { file_data: part.url, ...(part.filename ? { filename: part.filename } : {}) },
@@ -51,6 +55,10 @@ export function convertToOpenAiChatMessages(
   for (const item of input) {
     if (item.type === 'message') {
       if (item.role === 'assistant') {
+        // Assistant turns are text only in this protocol.
+        if (item.content.some((part) => part.type !== 'text')) {
+          throw new TypeError('The chat-completions protocol accepts only text in assistant turns');
+        }
         messages.push({ role: 'assistant', content: convertContent(item.content) as string });
       } else {
         messages.push({ role: item.role, content: convertContent(item.content) });

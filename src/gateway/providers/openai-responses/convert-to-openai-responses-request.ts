@@ -1,0 +1,136 @@
+import type {
+  ContentPart,
+  GenerationRequest,
+  InputItem,
+  ReasoningOptions,
+} from '../../../spec/generation-request.js';
+
+type ResponsesInputContent =
+  | { type: 'input_text'; text: string }
+  | { type: 'input_image'; image_url: string; detail?: 'auto' | 'low' | 'high' }
+  | { type: 'input_file'; file_data?: string; file_url?: string; filename?: string };
+
+type ResponsesInputItem =
+  | { type: 'message'; role: 'system' | 'developer' | 'user'; content: ResponsesInputContent[] }
+  | { type: 'message'; role: 'assistant'; content: Array<{ type: 'output_text'; text: string }> }
+  | { type: 'function_call'; call_id: string; name: string; arguments: string }
+  | { type: 'function_call_output'; call_id: string; output: string };
+
+function convertPart(part: ContentPart): ResponsesInputContent {
+  switch (part.type) {
+    case 'text':
+      return { type: 'input_text', text: part.text };
+    case 'image':
+      return { type: 'input_image', image_url: part.url, ...(part.detail ? { detail: part.detail } : {}) };
+    case 'file':
+      // A data URL travels whole as `file_data`; anything else is a URL OpenAI fetches itself.
+      return {
+        type: 'input_file',
+        ...(part.url.startsWith('data:') ? { file_data: part.url } : { file_url: part.url }),
+        ...(part.filename ? { filename: part.filename } : {}),
+      };
+    case 'audio':
+      // https://platform.openai.com/docs/api-reference/responses/create: input content is text,
+      // images and files only; audio input needs the chat-completions or Realtime API.
+      throw new TypeError('The OpenAI Responses API does not accept audio input');
+  }
+}
+
+/** Assistant turns are earlier output, which the Responses API takes as `output_text` only. */
+function convertAssistantPart(part: ContentPart): { type: 'output_text'; text: string } {
+  if (part.type !== 'text') {
+    throw new TypeError(`OpenAI Responses assistant turns carry text only, not ${part.type}`);
+  }
+  return { type: 'output_text', text: part.text };
+}
+
+function convertInputItem(item: InputItem): ResponsesInputItem {
+  if (item.type === 'message') {
+    return item.role === 'assistant'
+      ? { type: 'message', role: 'assistant', content: item.content.map(convertAssistantPart) }
+      : { type: 'message', role: item.role, content: item.content.map(convertPart) };
+  }
+  if (item.type === 'function-call') {
+    return { type: 'function_call', call_id: item.callId, name: item.name, arguments: item.arguments };
+  }
+  return { type: 'function_call_output', call_id: item.callId, output: item.output };
+}
+
+/** Input items → Responses input items, one for one: the Responses input is already a list of items. */
+export function convertToOpenAiResponsesInput(input: InputItem[]): ResponsesInputItem[] {
+  return input.map(convertInputItem);
+}
+
+/**
+ * OpenAI's effort levels. `max` has no OpenAI counterpart and asks for the most, `xhigh`; `none`
+ * is left out, since models before gpt-5.1 reject it (and gpt-4o rejects `reasoning` altogether).
+ * A token budget (`maxTokens`) has no counterpart either: OpenAI takes levels only.
+ */
+function convertReasoning(reasoning: ReasoningOptions | undefined): Record<string, unknown> | undefined {
+  if (!reasoning) return undefined;
+  const converted: Record<string, unknown> = {};
+  if (reasoning.effort && reasoning.effort !== 'none') {
+    converted.effort = reasoning.effort === 'max' ? 'xhigh' : reasoning.effort;
+  }
+  // Reasoning text itself is never returned; a summary of it is, when asked for.
+  if (reasoning.include) converted.summary = 'auto';
+  return Object.keys(converted).length > 0 ? converted : undefined;
+}
+
+/**
+ * The canonical request as an OpenAI Responses body (`POST /responses`). The Responses API accepts
+ * no seed, top_k, frequency or presence penalty, nor stop sequences, and rejects unknown fields,
+ * so those are left out, as other adapters do with unsupported sampling fields.
+ */
+export function convertToOpenAiResponsesRequest(
+  request: GenerationRequest,
+  options: { stream: boolean },
+): Record<string, unknown> {
+  const body: Record<string, unknown> = { model: request.model };
+  if (request.instructions) body.instructions = request.instructions;
+  body.input = convertToOpenAiResponsesInput(request.input);
+  // The gateway keeps no upstream state: every request carries its whole conversation, and
+  // nothing is left on OpenAI's side for a `previous_response_id` to refer to.
+  body.store = false;
+  if (options.stream) body.stream = true;
+  if (request.tools?.length) {
+    body.tools = request.tools.map((tool) => ({
+      type: 'function',
+      name: tool.name,
+      ...(tool.description !== undefined ? { description: tool.description } : {}),
+      parameters: tool.parameters,
+      // Responses defaults `strict` to true, which rejects any schema not written for it (every
+      // property required, no additional properties); unset keeps chat-completions' default, off.
+      strict: tool.strict ?? false,
+    }));
+  }
+  if (request.toolChoice !== undefined) {
+    body.tool_choice =
+      typeof request.toolChoice === 'string'
+        ? request.toolChoice
+        : { type: 'function', name: request.toolChoice.name };
+  }
+  if (request.parallelToolCalls !== undefined) body.parallel_tool_calls = request.parallelToolCalls;
+  if (request.maxOutputTokens !== undefined) body.max_output_tokens = request.maxOutputTokens;
+  if (request.temperature !== undefined) body.temperature = request.temperature;
+  if (request.topP !== undefined) body.top_p = request.topP;
+  if (request.responseFormat) {
+    const format = request.responseFormat;
+    body.text = {
+      format:
+        format.type === 'json_schema'
+          ? {
+              type: 'json_schema',
+              name: format.name,
+              schema: format.schema,
+              ...(format.strict !== undefined ? { strict: format.strict } : {}),
+              ...(format.description !== undefined ? { description: format.description } : {}),
+            }
+          : { type: format.type },
+    };
+  }
+  const reasoning = convertReasoning(request.reasoning);
+  if (reasoning) body.reasoning = reasoning;
+  if (request.user !== undefined) body.user = request.user;
+  return body;
+}

@@ -1,0 +1,223 @@
+import type { AdapterCall, ProviderAdapter } from '../../../spec/provider-adapter.js';
+import type { GenerationResult, StreamPart } from '../../../spec/stream-part.js';
+import { UpstreamError } from '../../../spec/upstream-error.js';
+import { emptyUsage } from '../../../spec/usage.js';
+import { parseUpstreamJson, readServerSentEvents } from '../shared/server-sent-events.js';
+import { guardStream } from '../shared/stream-guard.js';
+import { errorFromResponse, readText, type UpstreamHttp } from '../shared/upstream-http.js';
+import { convertToOpenAiResponsesRequest } from './convert-to-openai-responses-request.js';
+import {
+  mapOpenAiResponsesFinishReason,
+  nativeOpenAiResponsesFinishReason,
+} from './map-openai-responses-finish-reason.js';
+import {
+  type OpenAiResponsesErrorView,
+  type OpenAiResponseView,
+  readOpenAiResponse,
+  readOpenAiResponsesStreamEvent,
+  statusForOpenAiResponsesError,
+} from './openai-responses-api.js';
+
+/** Largest non-streamed reply accepted from an upstream. */
+const MAX_REPLY_BYTES = 32 * 1024 * 1024;
+
+/** Separate reasoning summaries read as paragraphs, in one reasoning text. */
+const REASONING_SEPARATOR = '\n\n';
+
+/** A failed response or an error event, with the status OpenAI would have sent before the stream. */
+function errorFromEvent(error: OpenAiResponsesErrorView, raw: string): UpstreamError {
+  return new UpstreamError({
+    message: error.message,
+    kind: 'http',
+    status: statusForOpenAiResponsesError(error.code),
+    raw: raw.slice(0, 2000),
+  });
+}
+
+function finishOf(response: OpenAiResponseView, hasFunctionCalls: boolean) {
+  const status = { status: response.status, incompleteReason: response.incompleteReason };
+  return {
+    reason: mapOpenAiResponsesFinishReason({ ...status, hasFunctionCalls }),
+    nativeReason: nativeOpenAiResponsesFinishReason(status),
+  };
+}
+
+/**
+ * OpenAI Responses (`POST /responses`). Non-streamed calls read one Response object; streamed
+ * calls read the typed SSE events (response.created, output items and their deltas, and one of
+ * response.completed, response.incomplete or response.failed) into parts.
+ */
+export function createOpenAiResponsesAdapter(options: { http: UpstreamHttp }): ProviderAdapter {
+  const url = (call: AdapterCall) => `${call.target.baseUrl.replace(/\/+$/, '')}/responses`;
+  const headersFor = (call: AdapterCall): Record<string, string> => ({
+    ...(call.target.apiKey ? { authorization: `Bearer ${call.target.apiKey}` } : {}),
+    ...call.target.headers,
+  });
+
+  return {
+    protocol: 'openai-responses',
+
+    async generate(call): Promise<GenerationResult> {
+      const response = await options.http.post({
+        url: url(call),
+        headers: headersFor(call),
+        body: JSON.stringify(convertToOpenAiResponsesRequest(call.request, { stream: false })),
+        signal: call.signal,
+        headersTimeoutMs: call.timeouts.headersMs,
+        idleTimeoutMs: call.timeouts.idleMs,
+      });
+      if (response.status >= 400) throw await errorFromResponse(response, call.signal);
+      const text = await readText(response.body, MAX_REPLY_BYTES, call.signal);
+      const reply = readOpenAiResponse(parseUpstreamJson(text));
+      if (!reply) {
+        throw new UpstreamError({
+          message: 'Upstream reply has no output',
+          kind: 'invalid-response',
+          raw: text.slice(0, 500),
+        });
+      }
+      if (reply.status === 'failed' || reply.error) {
+        throw errorFromEvent(reply.error ?? { code: null, message: 'Upstream response failed' }, text);
+      }
+      const reasoning: string[] = [];
+      const result: GenerationResult = {
+        id: reply.id ?? null,
+        model: reply.model ?? null,
+        text: '',
+        reasoning: '',
+        toolCalls: [],
+        usage: reply.usage ?? emptyUsage(),
+        finishReason: 'other',
+        nativeFinishReason: null,
+      };
+      for (const item of reply.output) {
+        if (item.type === 'message') result.text += item.text;
+        else if (item.type === 'reasoning') reasoning.push(...item.texts);
+        else if (item.type === 'function_call') {
+          result.toolCalls.push({
+            callId: item.callId || `call_${result.toolCalls.length}`,
+            name: item.name,
+            arguments: item.arguments,
+          });
+        }
+      }
+      result.reasoning = reasoning.join(REASONING_SEPARATOR);
+      const finish = finishOf(reply, result.toolCalls.length > 0);
+      result.finishReason = finish.reason;
+      result.nativeFinishReason = finish.nativeReason;
+      return result;
+    },
+
+    async *stream(call): AsyncGenerator<StreamPart> {
+      // Converted before the guard: a request the converter refuses is the caller's error, not a
+      // failure of this upstream to fail over from.
+      const body = JSON.stringify(convertToOpenAiResponsesRequest(call.request, { stream: true }));
+      const guard = guardStream(call);
+      try {
+        const response = await options.http.post({
+          url: url(call),
+          headers: headersFor(call),
+          body,
+          signal: guard.signal,
+          headersTimeoutMs: call.timeouts.headersMs,
+          idleTimeoutMs: call.timeouts.idleMs,
+        });
+        if (response.status >= 400) throw await errorFromResponse(response, guard.signal);
+
+        let terminal: OpenAiResponseView | undefined;
+        let identified = false;
+        // Function calls are numbered 0, 1, 2 among themselves, while `output_index` also counts
+        // messages and reasoning items; argument deltas name their item by id and by position.
+        let toolCalls = 0;
+        const callsByItem = new Map<string, number>();
+        const callsByOutput = new Map<number, number>();
+        const argumentsSent = new Set<number>();
+        const findCall = (itemId: string | undefined, outputIndex: number | undefined) =>
+          (itemId !== undefined ? callsByItem.get(itemId) : undefined) ??
+          (outputIndex !== undefined ? callsByOutput.get(outputIndex) : undefined);
+        let reasoningSection: string | undefined;
+
+        for await (const frame of readServerSentEvents(response.body, guard.signal)) {
+          const event = readOpenAiResponsesStreamEvent(parseUpstreamJson(frame.data));
+          if ('response' in event && !identified) {
+            identified = true;
+            const metadata: StreamPart = { type: 'response-metadata' };
+            if (event.response.id !== undefined) metadata.id = event.response.id;
+            if (event.response.model !== undefined) metadata.model = event.response.model;
+            yield metadata;
+          }
+          if (event.type === 'response.output_item.added') {
+            const item = event.item;
+            if (item.type !== 'function_call') continue;
+            guard.output();
+            const index = toolCalls++;
+            if (item.id !== undefined) callsByItem.set(item.id, index);
+            if (event.outputIndex !== undefined) callsByOutput.set(event.outputIndex, index);
+            yield { type: 'tool-call-start', index, callId: item.callId || `call_${index}`, name: item.name };
+          } else if (event.type === 'response.output_text.delta') {
+            if (!event.delta) continue;
+            guard.output();
+            yield { type: 'text-delta', delta: event.delta };
+          } else if (
+            event.type === 'response.reasoning_summary_text.delta' ||
+            event.type === 'response.reasoning_text.delta'
+          ) {
+            if (!event.delta) continue;
+            guard.output();
+            // A new summary part starts a new paragraph, as the non-streamed reasoning joins them.
+            const separator =
+              reasoningSection !== undefined && reasoningSection !== event.section ? REASONING_SEPARATOR : '';
+            reasoningSection = event.section;
+            yield { type: 'reasoning-delta', delta: separator + event.delta };
+          } else if (event.type === 'response.function_call_arguments.delta') {
+            const index = findCall(event.itemId, event.outputIndex);
+            if (index === undefined || !event.delta) continue;
+            argumentsSent.add(index);
+            yield { type: 'tool-call-delta', index, argumentsDelta: event.delta };
+          } else if (event.type === 'response.output_item.done') {
+            const item = event.item;
+            if (item.type !== 'function_call') continue;
+            const index = findCall(item.id, event.outputIndex);
+            if (index === undefined) continue;
+            // A server that sends the arguments only with the finished item still delivers them.
+            if (!argumentsSent.has(index) && item.arguments) {
+              yield { type: 'tool-call-delta', index, argumentsDelta: item.arguments };
+            }
+            if (item.id !== undefined) callsByItem.delete(item.id);
+            if (event.outputIndex !== undefined) callsByOutput.delete(event.outputIndex);
+            yield { type: 'tool-call-end', index };
+          } else if (event.type === 'response.completed' || event.type === 'response.incomplete') {
+            terminal = event.response;
+            break;
+          } else if (event.type === 'response.failed') {
+            throw errorFromEvent(
+              event.response.error ?? { code: null, message: 'Upstream response failed' },
+              frame.data,
+            );
+          } else if (event.type === 'error') {
+            throw errorFromEvent(event.error, frame.data);
+          }
+        }
+        if (!terminal) {
+          throw new UpstreamError({
+            message: 'Upstream stream ended before the response completed',
+            kind: 'invalid-response',
+          });
+        }
+        for (const index of new Set([...callsByItem.values(), ...callsByOutput.values()])) {
+          yield { type: 'tool-call-end', index };
+        }
+        yield { type: 'usage', usage: terminal.usage ?? emptyUsage() };
+        const hasFunctionCalls =
+          toolCalls > 0 || terminal.output.some((item) => item.type === 'function_call');
+        yield { type: 'finish', ...finishOf(terminal, hasFunctionCalls) };
+      } catch (error) {
+        const failure = guard.failure(error);
+        if (!guard.started) throw failure;
+        yield { type: 'error', error: failure };
+      } finally {
+        guard.release();
+      }
+    },
+  };
+}
