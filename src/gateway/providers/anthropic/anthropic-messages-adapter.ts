@@ -3,7 +3,7 @@ import type { GenerationResult, StreamPart } from '../../../spec/stream-part.js'
 import { UpstreamError } from '../../../spec/upstream-error.js';
 import { parseUpstreamJson, readServerSentEvents } from '../shared/server-sent-events.js';
 import { guardStream } from '../shared/stream-guard.js';
-import { errorFromResponse, readText, type UpstreamHttp } from '../shared/upstream-http.js';
+import { openUpstream, readUpstreamJson, type UpstreamHttp } from '../shared/upstream-http.js';
 import {
   type AnthropicErrorView,
   type AnthropicUsageCounts,
@@ -15,9 +15,6 @@ import {
 } from './anthropic-messages-api.js';
 import { convertToAnthropicMessagesRequest } from './convert-to-anthropic-messages-request.js';
 import { mapAnthropicStopReason } from './map-anthropic-stop-reason.js';
-
-/** Largest non-streamed reply accepted from an upstream. */
-const MAX_REPLY_BYTES = 32 * 1024 * 1024;
 
 /**
  * The API version every request names (https://docs.anthropic.com/en/api/versioning); still the
@@ -54,25 +51,21 @@ export function createAnthropicMessagesAdapter(options: {
     protocol: 'anthropic-messages',
 
     async generate(call): Promise<GenerationResult> {
-      const response = await options.http.post({
+      const response = await openUpstream(options.http, call, {
         url: url(call),
         headers: headersFor(call),
         body: JSON.stringify(convertToAnthropicMessagesRequest(call.request, { stream: false })),
         signal: call.signal,
-        headersTimeoutMs: call.timeouts.headersMs,
-        idleTimeoutMs: call.timeouts.idleMs,
       });
-      if (response.status >= 400) throw await errorFromResponse(response, call.signal);
-      const text = await readText(response.body, MAX_REPLY_BYTES, call.signal);
-      const reply = parseUpstreamJson(text);
+      const reply = await readUpstreamJson(response, call.signal);
       const error = readAnthropicError(reply);
-      if (error) throw errorFromEvent(error, text);
+      if (error) throw errorFromEvent(error, JSON.stringify(reply));
       const message = readAnthropicMessage(reply);
       if (!message) {
         throw new UpstreamError({
           message: 'Upstream reply has no content',
           kind: 'invalid-response',
-          raw: text.slice(0, 500),
+          raw: JSON.stringify(reply).slice(0, 500),
         });
       }
       const result: GenerationResult = {
@@ -105,15 +98,12 @@ export function createAnthropicMessagesAdapter(options: {
       const body = JSON.stringify(convertToAnthropicMessagesRequest(call.request, { stream: true }));
       const guard = guardStream(call);
       try {
-        const response = await options.http.post({
+        const response = await openUpstream(options.http, call, {
           url: url(call),
           headers: headersFor(call),
           body,
           signal: guard.signal,
-          headersTimeoutMs: call.timeouts.headersMs,
-          idleTimeoutMs: call.timeouts.idleMs,
         });
-        if (response.status >= 400) throw await errorFromResponse(response, guard.signal);
 
         let usage: AnthropicUsageCounts = {};
         let stopReason: string | undefined;

@@ -6,7 +6,8 @@ import { parseUpstreamJson, readServerSentEvents } from '../shared/server-sent-e
 import { guardStream } from '../shared/stream-guard.js';
 import {
   errorFromResponse,
-  readText,
+  openUpstream,
+  readUpstreamJson,
   type UpstreamHttp,
   type UpstreamResponse,
 } from '../shared/upstream-http.js';
@@ -20,9 +21,6 @@ import {
   readGeminiUsage,
 } from './gemini-api.js';
 import { mapGeminiFinishReason } from './map-gemini-finish-reason.js';
-
-/** Largest non-streamed reply accepted from an upstream. */
-const MAX_REPLY_BYTES = 32 * 1024 * 1024;
 
 function headersFor(call: AdapterCall): Record<string, string> {
   return {
@@ -69,16 +67,14 @@ export function createGeminiAdapter(options: { http: UpstreamHttp }): ProviderAd
     protocol: 'gemini',
 
     async generate(call): Promise<GenerationResult> {
-      const response = await options.http.post({
+      const response = await openUpstream(options.http, call, {
         url: urlFor(call, 'generateContent'),
         headers: headersFor(call),
         body: JSON.stringify(convertToGeminiRequest(call.request)),
         signal: call.signal,
-        headersTimeoutMs: call.timeouts.headersMs,
-        idleTimeoutMs: call.timeouts.idleMs,
+        toError: errorFromGeminiResponse,
       });
-      if (response.status >= 400) throw await errorFromGeminiResponse(response, call.signal);
-      const reply = parseUpstreamJson(await readText(response.body, MAX_REPLY_BYTES, call.signal));
+      const reply = await readUpstreamJson(response, call.signal);
       throwIfErrorBody(reply);
       const identity = readGeminiIdentity(reply);
       const usage = readGeminiUsage((reply as Record<string, unknown>).usageMetadata) ?? emptyUsage();
@@ -132,15 +128,13 @@ export function createGeminiAdapter(options: { http: UpstreamHttp }): ProviderAd
       const body = JSON.stringify(convertToGeminiRequest(call.request));
       const guard = guardStream(call);
       try {
-        const response = await options.http.post({
+        const response = await openUpstream(options.http, call, {
           url: urlFor(call, 'streamGenerateContent?alt=sse'),
           headers: headersFor(call),
           body,
           signal: guard.signal,
-          headersTimeoutMs: call.timeouts.headersMs,
-          idleTimeoutMs: call.timeouts.idleMs,
+          toError: errorFromGeminiResponse,
         });
-        if (response.status >= 400) throw await errorFromGeminiResponse(response, guard.signal);
 
         let usage: Usage | undefined;
         let finish: string | undefined;

@@ -4,7 +4,7 @@ import { UpstreamError } from '../../../spec/upstream-error.js';
 import { emptyUsage, type Usage } from '../../../spec/usage.js';
 import { parseUpstreamJson, readServerSentEvents } from '../shared/server-sent-events.js';
 import { guardStream } from '../shared/stream-guard.js';
-import { errorFromResponse, readText, type UpstreamHttp } from '../shared/upstream-http.js';
+import { openUpstream, readUpstreamJson, type UpstreamHttp } from '../shared/upstream-http.js';
 import { convertToOpenAiChatRequest, type OpenAiChatOptions } from './convert-to-openai-chat-request.js';
 import { mapOpenAiFinishReason } from './map-openai-finish-reason.js';
 import {
@@ -13,9 +13,6 @@ import {
   readOpenAiStreamError,
   readOpenAiUsage,
 } from './openai-chat-api.js';
-
-/** Largest non-streamed reply accepted from an upstream. */
-const MAX_REPLY_BYTES = 32 * 1024 * 1024;
 
 function headersFor(call: AdapterCall): Record<string, string> {
   return {
@@ -41,16 +38,13 @@ export function createOpenAiChatAdapter(
     protocol: 'openai-chat',
 
     async generate(call): Promise<GenerationResult> {
-      const response = await options.http.post({
+      const response = await openUpstream(options.http, call, {
         url: url(call),
         headers: headersFor(call),
         body: JSON.stringify(convertToOpenAiChatRequest(call.request, { ...settings, stream: false })),
         signal: call.signal,
-        headersTimeoutMs: call.timeouts.headersMs,
-        idleTimeoutMs: call.timeouts.idleMs,
       });
-      if (response.status >= 400) throw await errorFromResponse(response, call.signal);
-      const reply = parseUpstreamJson(await readText(response.body, MAX_REPLY_BYTES, call.signal));
+      const reply = await readUpstreamJson(response, call.signal);
       const error = readOpenAiStreamError(reply);
       if (error) throw new UpstreamError({ message: error.message, kind: 'http', status: error.code ?? 502 });
       const choice = readOpenAiChoice(reply, 'message');
@@ -79,15 +73,12 @@ export function createOpenAiChatAdapter(
       const body = JSON.stringify(convertToOpenAiChatRequest(call.request, { ...settings, stream: true }));
       const guard = guardStream(call);
       try {
-        const response = await options.http.post({
+        const response = await openUpstream(options.http, call, {
           url: url(call),
           headers: headersFor(call),
           body,
           signal: guard.signal,
-          headersTimeoutMs: call.timeouts.headersMs,
-          idleTimeoutMs: call.timeouts.idleMs,
         });
-        if (response.status >= 400) throw await errorFromResponse(response, guard.signal);
 
         let usage: Usage | undefined;
         let finish: string | undefined;

@@ -4,7 +4,7 @@ import { UpstreamError } from '../../../spec/upstream-error.js';
 import { emptyUsage } from '../../../spec/usage.js';
 import { parseUpstreamJson, readServerSentEvents } from '../shared/server-sent-events.js';
 import { guardStream } from '../shared/stream-guard.js';
-import { errorFromResponse, readText, type UpstreamHttp } from '../shared/upstream-http.js';
+import { openUpstream, readUpstreamJson, type UpstreamHttp } from '../shared/upstream-http.js';
 import { convertToOpenAiResponsesRequest } from './convert-to-openai-responses-request.js';
 import {
   mapOpenAiResponsesFinishReason,
@@ -17,9 +17,6 @@ import {
   readOpenAiResponsesStreamEvent,
   statusForOpenAiResponsesError,
 } from './openai-responses-api.js';
-
-/** Largest non-streamed reply accepted from an upstream. */
-const MAX_REPLY_BYTES = 32 * 1024 * 1024;
 
 /** Separate reasoning summaries read as paragraphs, in one reasoning text. */
 const REASONING_SEPARATOR = '\n\n';
@@ -58,26 +55,26 @@ export function createOpenAiResponsesAdapter(options: { http: UpstreamHttp }): P
     protocol: 'openai-responses',
 
     async generate(call): Promise<GenerationResult> {
-      const response = await options.http.post({
+      const response = await openUpstream(options.http, call, {
         url: url(call),
         headers: headersFor(call),
         body: JSON.stringify(convertToOpenAiResponsesRequest(call.request, { stream: false })),
         signal: call.signal,
-        headersTimeoutMs: call.timeouts.headersMs,
-        idleTimeoutMs: call.timeouts.idleMs,
       });
-      if (response.status >= 400) throw await errorFromResponse(response, call.signal);
-      const text = await readText(response.body, MAX_REPLY_BYTES, call.signal);
-      const reply = readOpenAiResponse(parseUpstreamJson(text));
+      const json = await readUpstreamJson(response, call.signal);
+      const reply = readOpenAiResponse(json);
       if (!reply) {
         throw new UpstreamError({
           message: 'Upstream reply has no output',
           kind: 'invalid-response',
-          raw: text.slice(0, 500),
+          raw: JSON.stringify(json).slice(0, 500),
         });
       }
       if (reply.status === 'failed' || reply.error) {
-        throw errorFromEvent(reply.error ?? { code: null, message: 'Upstream response failed' }, text);
+        throw errorFromEvent(
+          reply.error ?? { code: null, message: 'Upstream response failed' },
+          JSON.stringify(json),
+        );
       }
       const reasoning: string[] = [];
       const result: GenerationResult = {
@@ -114,15 +111,12 @@ export function createOpenAiResponsesAdapter(options: { http: UpstreamHttp }): P
       const body = JSON.stringify(convertToOpenAiResponsesRequest(call.request, { stream: true }));
       const guard = guardStream(call);
       try {
-        const response = await options.http.post({
+        const response = await openUpstream(options.http, call, {
           url: url(call),
           headers: headersFor(call),
           body,
           signal: guard.signal,
-          headersTimeoutMs: call.timeouts.headersMs,
-          idleTimeoutMs: call.timeouts.idleMs,
         });
-        if (response.status >= 400) throw await errorFromResponse(response, guard.signal);
 
         let terminal: OpenAiResponseView | undefined;
         let identified = false;

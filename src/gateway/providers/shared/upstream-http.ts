@@ -1,6 +1,8 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { Agent, type Dispatcher, errors, request } from 'undici';
+import type { AdapterCall } from '../../../spec/provider-adapter.js';
 import { UpstreamError } from '../../../spec/upstream-error.js';
+import { parseUpstreamJson } from './server-sent-events.js';
 
 export interface UpstreamResponse {
   status: number;
@@ -139,4 +141,40 @@ export async function errorFromResponse(
     raw: raw.slice(0, 2000),
     retryAfterSeconds: retryAfter(response.headers),
   });
+}
+
+/** Largest non-streamed reply accepted from an upstream. */
+const MAX_REPLY_BYTES = 32 * 1024 * 1024;
+
+/**
+ * POSTs one adapter call upstream with the call's timeouts and returns the response when it
+ * succeeded; a non-2xx answer becomes the adapter's UpstreamError (`toError` reads a provider's own
+ * error shape where the generic reader is not enough).
+ */
+export async function openUpstream(
+  http: UpstreamHttp,
+  call: AdapterCall,
+  request: {
+    url: string;
+    headers: Record<string, string>;
+    body: string;
+    signal: AbortSignal;
+    toError?: (response: UpstreamResponse, signal: AbortSignal) => Promise<UpstreamError>;
+  },
+): Promise<UpstreamResponse> {
+  const response = await http.post({
+    url: request.url,
+    headers: request.headers,
+    body: request.body,
+    signal: request.signal,
+    headersTimeoutMs: call.timeouts.headersMs,
+    idleTimeoutMs: call.timeouts.idleMs,
+  });
+  if (response.status >= 400) throw await (request.toError ?? errorFromResponse)(response, request.signal);
+  return response;
+}
+
+/** A non-streamed reply's JSON, size-capped and parsed as foreign input. */
+export async function readUpstreamJson(response: UpstreamResponse, signal: AbortSignal): Promise<unknown> {
+  return parseUpstreamJson(await readText(response.body, MAX_REPLY_BYTES, signal));
 }
