@@ -69,3 +69,10 @@ export async function writeSse(response: ServerResponse, frames: string[], delay
   }
   response.end();
 }
+
+/** Reads a whole adapter stream into an array of parts, for assertions on their order. */
+export async function collect<T>(parts: AsyncIterable<T>): Promise<T[]> {
+  const collected: T[] = [];
+  for await (const part of parts) collected.push(part);
+  return collected;
+}

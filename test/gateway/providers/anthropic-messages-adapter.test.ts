@@ -4,9 +4,8 @@ import { after, before, describe, it } from 'node:test';
 import { createAnthropicMessagesAdapter } from '../../../src/gateway/providers/anthropic/anthropic-messages-adapter.js';
 import { createUpstreamHttp } from '../../../src/gateway/providers/shared/upstream-http.js';
 import type { AdapterCall } from '../../../src/spec/provider-adapter.js';
-import type { StreamPart } from '../../../src/spec/stream-part.js';
 import { UpstreamError } from '../../../src/spec/upstream-error.js';
-import { startFakeUpstream } from '../../helpers/fake-upstream.js';
+import { collect, startFakeUpstream } from '../../helpers/fake-upstream.js';
 
 // Anthropic names every SSE frame (`event: <type>`) and repeats the type inside the data;
 // the shared helper writes bare `data:` frames, so the frames are written here.
@@ -59,12 +58,6 @@ const overloaded: AnthropicEvent = {
   type: 'error',
   error: { type: 'overloaded_error', message: 'Overloaded' },
 };
-
-async function collect(parts: AsyncIterable<StreamPart>): Promise<StreamPart[]> {
-  const collected: StreamPart[] = [];
-  for await (const part of parts) collected.push(part);
-  return collected;
-}
 
 describe('Anthropic Messages adapter against a fake upstream', () => {
   let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;

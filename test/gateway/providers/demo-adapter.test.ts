@@ -2,8 +2,8 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { createDemoAdapter, SCRIPTED_TEXT } from '../../../src/gateway/providers/demo/demo-adapter.js';
 import type { AdapterCall } from '../../../src/spec/provider-adapter.js';
-import type { StreamPart } from '../../../src/spec/stream-part.js';
 import { UpstreamError } from '../../../src/spec/upstream-error.js';
+import { collect } from '../../helpers/fake-upstream.js';
 
 const adapter = createDemoAdapter();
 const call = (
@@ -20,12 +20,6 @@ const call = (
   signal,
   timeouts: { headersMs: 1000, firstTokenMs: 100, idleMs: 1000 },
 });
-
-async function collect(parts: AsyncIterable<StreamPart>): Promise<StreamPart[]> {
-  const collected: StreamPart[] = [];
-  for await (const part of parts) collected.push(part);
-  return collected;
-}
 
 describe('demo provider', () => {
   it('echoes the last user message, with usage, deterministically', async () => {

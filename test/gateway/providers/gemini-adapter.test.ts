@@ -6,7 +6,7 @@ import { createUpstreamHttp } from '../../../src/gateway/providers/shared/upstre
 import type { AdapterCall } from '../../../src/spec/provider-adapter.js';
 import type { StreamPart } from '../../../src/spec/stream-part.js';
 import { UpstreamError } from '../../../src/spec/upstream-error.js';
-import { startFakeUpstream } from '../../helpers/fake-upstream.js';
+import { collect, startFakeUpstream } from '../../helpers/fake-upstream.js';
 
 // Bodies in the shape Gemini's v1beta API sends them: every reply and stream chunk is a
 // GenerateContentResponse; streamed ones hold only the new parts and the running usage.
@@ -99,12 +99,6 @@ async function writeGeminiSse(response: ServerResponse, frames: string[], delayM
 
 function reply(response: ServerResponse, status: number, body: string): void {
   response.writeHead(status, { 'content-type': 'application/json; charset=UTF-8' }).end(body);
-}
-
-async function collect(parts: AsyncIterable<StreamPart>): Promise<StreamPart[]> {
-  const collected: StreamPart[] = [];
-  for await (const part of parts) collected.push(part);
-  return collected;
 }
 
 describe('Gemini adapter against a fake upstream', () => {

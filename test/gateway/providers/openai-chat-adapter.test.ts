@@ -5,7 +5,7 @@ import { createUpstreamHttp } from '../../../src/gateway/providers/shared/upstre
 import type { AdapterCall } from '../../../src/spec/provider-adapter.js';
 import type { StreamPart } from '../../../src/spec/stream-part.js';
 import { UpstreamError } from '../../../src/spec/upstream-error.js';
-import { startFakeUpstream, writeSse } from '../../helpers/fake-upstream.js';
+import { collect, startFakeUpstream, writeSse } from '../../helpers/fake-upstream.js';
 
 // Chunks in the shape OpenAI's chat-completions stream sends them (stream_options.include_usage).
 const chunk = (delta: Record<string, unknown>, finish: string | null = null) =>
@@ -30,12 +30,6 @@ const usageChunk = JSON.stringify({
     completion_tokens_details: { reasoning_tokens: 2 },
   },
 });
-
-async function collect(parts: AsyncIterable<StreamPart>): Promise<StreamPart[]> {
-  const collected: StreamPart[] = [];
-  for await (const part of parts) collected.push(part);
-  return collected;
-}
 
 describe('OpenAI chat-completions adapter against a fake upstream', () => {
   let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;

@@ -4,9 +4,8 @@ import { after, before, describe, it } from 'node:test';
 import { createOpenAiResponsesAdapter } from '../../../src/gateway/providers/openai-responses/openai-responses-adapter.js';
 import { createUpstreamHttp } from '../../../src/gateway/providers/shared/upstream-http.js';
 import type { AdapterCall } from '../../../src/spec/provider-adapter.js';
-import type { StreamPart } from '../../../src/spec/stream-part.js';
 import { UpstreamError } from '../../../src/spec/upstream-error.js';
-import { startFakeUpstream } from '../../helpers/fake-upstream.js';
+import { collect, startFakeUpstream } from '../../helpers/fake-upstream.js';
 
 // The Responses stream names every SSE frame (`event: <type>`), repeats the type inside the data
 // and numbers the events; the shared helper writes bare `data:` frames, so frames are written here.
@@ -118,12 +117,6 @@ const failed = (message: string, code = 'server_error'): ResponsesEvent => ({
   type: 'response.failed',
   response: responseObject({ status: 'failed', error: { code, message } }),
 });
-
-async function collect(parts: AsyncIterable<StreamPart>): Promise<StreamPart[]> {
-  const collected: StreamPart[] = [];
-  for await (const part of parts) collected.push(part);
-  return collected;
-}
 
 describe('OpenAI Responses adapter against a fake upstream', () => {
   let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
