@@ -17,8 +17,9 @@ Commands:
   credits add <usd>                       grant credits to the account
   --help, -h                              show this help
 
-Configuration comes from the environment (PORT, HOST, DATABASE_URL, REDIS_URL,
-SWITCHYARD_MASTER_KEY, SWITCHYARD_BOOTSTRAP_KEY, SWITCHYARD_CONFIG, <PROVIDER>_API_KEY)
+Configuration comes from the environment (PORT, HOST, PUBLIC_URL, DATABASE_URL,
+DATABASE_SCHEMA, REDIS_URL, REDIS_PREFIX, LOG_LEVEL, SWITCHYARD_MASTER_KEY,
+SWITCHYARD_BOOTSTRAP_KEY, SWITCHYARD_CONFIG, <PROVIDER>_API_KEY)
 and the optional config file named by SWITCHYARD_CONFIG. See the README.`;
 
 class UsageError extends Error {}
