@@ -24,6 +24,18 @@ export function knownPrice(price: unknown): number | null {
  */
 export function scaledPrice(price: unknown): bigint | null {
   if (typeof price !== 'string') return null;
+  // Every generation prices itself from the same few hundred catalogue strings: parse each once.
+  const known = scaledPrices.get(price);
+  if (known !== undefined) return known;
+  const parsed = parseScaledPrice(price);
+  if (scaledPrices.size < MAX_CACHED_PRICES) scaledPrices.set(price, parsed);
+  return parsed;
+}
+
+const MAX_CACHED_PRICES = 10_000;
+const scaledPrices = new Map<string, bigint | null>();
+
+function parseScaledPrice(price: string): bigint | null {
   const match = /^(\d*)(?:\.(\d*))?$/.exec(price.trim());
   if (!match || (match[1] === '' && (match[2] ?? '') === '')) return null;
   const fraction = (match[2] ?? '').padEnd(18, '0');

@@ -9,7 +9,10 @@ export interface EndpointPricing {
   input_cache_write?: unknown;
   internal_reasoning?: unknown;
   request?: unknown;
-  /** Fraction taken off the whole price (0 = none, 1 = free). */
+  /**
+   * The provider's discount off its standard price, for display only: the catalogue's prices are
+   * already discounted (streamlake lists $0.177132/M for a $1.74/M model at discount 0.8982).
+   */
   discount?: unknown;
 }
 
@@ -22,23 +25,20 @@ export interface GenerationCost {
   outputNanos: number;
 }
 
-const SCALE = 10n ** 18n;
 const NANOS = 10n ** 9n;
 
 /** A price that may be absent: falls back to `fallback` (cache reads without their own price cost as input). */
 const priceOr = (value: unknown, fallback: bigint): bigint => scaledPrice(value) ?? fallback;
 
-/** Rounds 1e-18 USD to nano-dollars, half up: the only rounding in a generation's cost. */
-const toNanos = (attoDollars: bigint): number => Number((attoDollars + NANOS / 2n) / NANOS);
-
-function discountFactor(discount: unknown): bigint {
-  if (typeof discount !== 'number' || !Number.isFinite(discount) || discount <= 0) return SCALE;
-  if (discount >= 1) return 0n;
-  // The shortest decimal spelling ("0.2"), not toFixed(18), which spells out float noise
-  // ("0.200000000000000011"); tiny values print in exponent form and take the long route.
-  const text = String(discount).includes('e') ? discount.toFixed(18) : String(discount);
-  return SCALE - (scaledPrice(text) ?? 0n);
-}
+/**
+ * Rounds 1e-18 USD to nano-dollars, half up: the only rounding in a generation's cost. An upstream
+ * reporting absurd usage cannot push a cost past what a JS number holds exactly ($9M).
+ */
+const MAX_NANOS = BigInt(Number.MAX_SAFE_INTEGER);
+const toNanos = (attoDollars: bigint): number => {
+  const nanos = (attoDollars + NANOS / 2n) / NANOS;
+  return Number(nanos > MAX_NANOS ? MAX_NANOS : nanos);
+};
 
 /**
  * The cost of one generation from the endpoint's prices and the upstream's reported usage, exact to
@@ -60,10 +60,8 @@ export function generationCost(pricing: EndpointPricing, usage: Usage): Generati
   const reasoningTokens = BigInt(Math.min(usage.reasoningTokens, usage.outputTokens));
   const answerTokens = BigInt(usage.outputTokens) - reasoningTokens;
 
-  const factor = discountFactor(pricing.discount);
-  const input =
-    ((uncached * prompt + cached * cacheRead + written * cacheWrite + perRequest) * factor) / SCALE;
-  const output = ((answerTokens * completion + reasoningTokens * reasoning) * factor) / SCALE;
+  const input = uncached * prompt + cached * cacheRead + written * cacheWrite + perRequest;
+  const output = answerTokens * completion + reasoningTokens * reasoning;
   const inputNanos = toNanos(input);
   const outputNanos = toNanos(output);
   return { totalNanos: toNanos(input + output), inputNanos, outputNanos };
@@ -88,6 +86,8 @@ export function worstCaseCost(
     BigInt(bounds.promptTokens) * dearestInput +
     BigInt(bounds.maxOutputTokens) * dearestOutput +
     priceOr(pricing.request, 0n);
-  // Rounded up: a reservation must never fall short of the cost it stands for.
-  return Number((total + NANOS - 1n) / NANOS);
+  // Rounded up: a reservation must never fall short of the cost it stands for. Capped at the largest
+  // exact amount, which no limit reaches, so an absurd bound is refused with a 402, not an error.
+  const nanos = (total + NANOS - 1n) / NANOS;
+  return Number(nanos > MAX_NANOS ? MAX_NANOS : nanos);
 }

@@ -16,6 +16,14 @@ export function windowStartDays(now: Date): { day: string; week: string; month: 
   };
 }
 
+/** When the window of `reset` that contains `now` ends (ms): next UTC midnight, next Monday, next 1st. */
+export function windowEndsAt(reset: ResetInterval, now: Date): number {
+  const midnight = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate());
+  if (reset === 'daily') return midnight + 86_400_000;
+  if (reset === 'weekly') return midnight + (7 - ((now.getUTCDay() + 6) % 7)) * 86_400_000;
+  return Date.UTC(now.getUTCFullYear(), now.getUTCMonth() + 1, 1);
+}
+
 /** The earliest day any window can reach back to: the start of this week or month. */
 export function earliestWindowDay(now: Date): string {
   const { week, month } = windowStartDays(now);

@@ -1,5 +1,6 @@
 import type { FastifyInstance } from 'fastify';
 import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import type { GenerationRecordInput } from '../billing/generation-log.js';
 
 /**
  * Prometheus metrics of one app: requests by route template and status, and a latency histogram.
@@ -28,4 +29,38 @@ export function installMetrics(app: FastifyInstance): Registry {
     duration.observe({ method: request.method, route }, reply.elapsedTime / 1000);
   });
   return registry;
+}
+
+/**
+ * Generation metrics: how many generations ended per provider, model and status, what they cost,
+ * and how long the first token took. Labels come from the catalogue (provider slugs, model ids), so
+ * their number stays bounded whatever clients send.
+ */
+export function createGenerationMetrics(registry: Registry): (record: GenerationRecordInput) => void {
+  const generations = new Counter({
+    name: 'switchyard_generations_total',
+    help: 'Generations by provider, model and final status',
+    labelNames: ['provider', 'model', 'status'] as const,
+    registers: [registry],
+  });
+  const cost = new Counter({
+    name: 'switchyard_generation_cost_usd_total',
+    help: 'What generations cost, in USD, by provider and model',
+    labelNames: ['provider', 'model'] as const,
+    registers: [registry],
+  });
+  const firstToken = new Histogram({
+    name: 'switchyard_generation_first_token_seconds',
+    help: 'Time from the request to the first output, by provider',
+    labelNames: ['provider'] as const,
+    buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60],
+    registers: [registry],
+  });
+  return (record) => {
+    const provider = record.provider_slug ?? 'none';
+    const model = record.model ?? 'none';
+    generations.inc({ provider, model, status: record.status });
+    if (record.cost_nanos > 0) cost.inc({ provider, model }, record.cost_nanos / 1e9);
+    if (record.first_token_ms !== null) firstToken.observe({ provider }, record.first_token_ms / 1000);
+  };
 }

@@ -1,10 +1,12 @@
-import { Redis } from 'ioredis';
+import type { Redis } from 'ioredis';
 
 /**
  * A Redis connection that fails fast while Redis is away: commands are refused at once instead of
- * queueing (callers fall back or log), and ioredis keeps reconnecting in the background.
+ * queueing (callers fall back or log), and ioredis keeps reconnecting in the background. The client
+ * library is loaded only when Redis is configured: the embedded default never pays its memory.
  */
-export function connectRedis(url: string, onError: (error: Error) => void = () => {}): Redis {
+export async function connectRedis(url: string, onError: (error: Error) => void = () => {}): Promise<Redis> {
+  const { Redis } = await import('ioredis');
   const redis = new Redis(url, { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2000 });
   // Without a listener each failed reconnect attempt is printed as an unhandled error event.
   redis.on('error', onError);

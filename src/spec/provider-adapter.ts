@@ -1,3 +1,4 @@
+import type { EmbedCall, EmbeddingResult } from './embedding.js';
 import type { GenerationRequest } from './generation-request.js';
 import type { GenerationResult, StreamPart } from './stream-part.js';
 
@@ -35,4 +36,9 @@ export interface ProviderAdapter {
   generate(call: AdapterCall): Promise<GenerationResult>;
   /** Throws before the first part when the call fails early; later failures arrive as an `error` part. */
   stream(call: AdapterCall): AsyncIterable<StreamPart>;
+  /**
+   * Embeddings, for protocols that have them (absent otherwise, so routing can skip the endpoint).
+   * Throws `UpstreamError` like `generate`, also when the reply does not hold one vector per input.
+   */
+  embed?(call: EmbedCall): Promise<EmbeddingResult>;
 }

@@ -34,3 +34,13 @@ function isRetryable(kind: UpstreamError['kind'], status: number | null): boolea
   if (kind !== 'http' || status === null) return true;
   return status === 408 || status === 409 || status === 429 || status >= 500;
 }
+
+/**
+ * A request this upstream protocol cannot carry (audio to Anthropic, a file link to chat
+ * completions, arguments that are not JSON). Raised by an adapter before anything is sent: routing
+ * moves on to a candidate that can carry it, and when none can the client gets a 400 with this
+ * message.
+ */
+export class UnsupportedRequestError extends Error {
+  override name = 'UnsupportedRequestError';
+}

@@ -10,6 +10,7 @@ export interface Database {
   api_keys: ApiKeyTable;
   key_usage_daily: KeyUsageDailyTable;
   credit_ledger: CreditLedgerTable;
+  generations: GenerationTable;
 }
 
 export interface MetaTable {
@@ -67,4 +68,54 @@ export interface CreditLedgerTable {
   amount_nanos: number;
   note: string | null;
   created_at: string;
+}
+
+/**
+ * One row per inference request (Responses, Chat Completions, Messages, Embeddings), written in
+ * group commits by billing/generation-log. JSON fields are text; `attempts` is an array of
+ * `{ provider, provider_name, model, endpoint_id, status, error_type, latency_ms }`.
+ */
+export interface GenerationTable {
+  /** `gen-…`, the id clients read from `X-Generation-Id`. */
+  id: string;
+  created_at: string;
+  key_hash: string;
+  workspace_id: string;
+  api_type: 'responses' | 'chat-completions' | 'messages' | 'embeddings';
+  requested_model: string | null;
+  /** The catalogue id that answered; null when no upstream answered. */
+  model: string | null;
+  provider_slug: string | null;
+  provider_name: string | null;
+  endpoint_id: string | null;
+  upstream_id: string | null;
+  streamed: number;
+  cancelled: number;
+  is_byok: number;
+  status: 'completed' | 'incomplete' | 'failed' | 'cancelled';
+  http_status: number;
+  error_type: string | null;
+  error_message: string | null;
+  /** The canonical finish reason (spec/finish-reason.ts). */
+  finish_reason: string | null;
+  native_finish_reason: string | null;
+  tokens_prompt: number;
+  tokens_completion: number;
+  tokens_cached: number;
+  tokens_cache_write: number;
+  tokens_reasoning: number;
+  cost_nanos: number;
+  input_cost_nanos: number;
+  output_cost_nanos: number;
+  latency_ms: number;
+  first_token_ms: number | null;
+  generation_time_ms: number | null;
+  /** The request's end-user `user`. */
+  user_id: string | null;
+  session_id: string | null;
+  metadata: string | null;
+  trace: string | null;
+  app_referer: string | null;
+  app_title: string | null;
+  attempts: string;
 }

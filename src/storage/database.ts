@@ -2,7 +2,6 @@ import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
-import pg from 'pg';
 import type { Database } from './database-schema.js';
 
 export type StorageKind = 'sqlite' | 'postgres';
@@ -12,6 +11,12 @@ export interface Storage {
   readonly kind: StorageKind;
   /** PostgreSQL schema holding the tables ('main' for SQLite). */
   readonly schema: string;
+  /**
+   * The embedded database's own connection, for the one write path too hot for the query builder
+   * (generation records); null on PostgreSQL. Kysely shares it, so a user must not start a
+   * transaction while `inTransaction` is true.
+   */
+  readonly sqlite: SqliteDatabase.Database | null;
   /** Queries executed so far; tests use it to prove a path touches no database. */
   queryCount(): number;
   ping(): Promise<void>;
@@ -21,7 +26,7 @@ export interface Storage {
 const BIGINT_OID = 20;
 const NUMERIC_OID = 1700;
 
-function openSqlite(url: string): SqliteDialect {
+function openSqlite(url: string): { dialect: SqliteDialect; database: SqliteDatabase.Database } {
   const path = url.slice('sqlite:'.length) || ':memory:';
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const database = new SqliteDatabase(path);
@@ -29,10 +34,12 @@ function openSqlite(url: string): SqliteDialect {
   database.pragma('synchronous = NORMAL');
   database.pragma('busy_timeout = 5000');
   database.pragma('foreign_keys = ON');
-  return new SqliteDialect({ database });
+  return { dialect: new SqliteDialect({ database }), database };
 }
 
 async function openPostgres(url: string, schema: string): Promise<PostgresDialect> {
+  // Loaded only for PostgreSQL: the embedded default never pays the driver's memory.
+  const { default: pg } = await import('pg');
   // Money columns are bigint nano-dollars; sums come back as numeric. Both fit a JS number for
   // amounts below $9M per row or sum, which the API caps enforce (see docs/decisions.md).
   const types = {
@@ -58,8 +65,8 @@ async function openPostgres(url: string, schema: string): Promise<PostgresDialec
 /** Opens the database named by `DATABASE_URL`: `sqlite:<path>` (embedded) or `postgres://…`. */
 export async function openStorage(options: { url: string; schema: string }): Promise<Storage> {
   const kind: StorageKind = options.url.startsWith('sqlite:') ? 'sqlite' : 'postgres';
-  const dialect =
-    kind === 'sqlite' ? openSqlite(options.url) : await openPostgres(options.url, options.schema);
+  const sqlite = kind === 'sqlite' ? openSqlite(options.url) : null;
+  const dialect = sqlite ? sqlite.dialect : await openPostgres(options.url, options.schema);
   let queries = 0;
   const db = new Kysely<Database>({
     dialect,
@@ -72,6 +79,7 @@ export async function openStorage(options: { url: string; schema: string }): Pro
     db,
     kind,
     schema: kind === 'postgres' ? options.schema : 'main',
+    sqlite: sqlite?.database ?? null,
     queryCount: () => queries,
     ping: async () => {
       await sql`select 1`.execute(db);

@@ -75,6 +75,62 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0002_generations': {
+    async up(db) {
+      // No foreign key to api_keys: deleting a key must not fail on, or erase, its history.
+      await db.schema
+        .createTable('generations')
+        .addColumn('id', 'text', (column) => column.primaryKey())
+        .addColumn('created_at', 'text', (column) => column.notNull())
+        .addColumn('key_hash', 'text', (column) => column.notNull())
+        .addColumn('workspace_id', 'text', (column) => column.notNull())
+        .addColumn('api_type', 'text', (column) => column.notNull())
+        .addColumn('requested_model', 'text')
+        .addColumn('model', 'text')
+        .addColumn('provider_slug', 'text')
+        .addColumn('provider_name', 'text')
+        .addColumn('endpoint_id', 'text')
+        .addColumn('upstream_id', 'text')
+        .addColumn('streamed', 'integer', (column) => column.notNull())
+        .addColumn('cancelled', 'integer', (column) => column.notNull())
+        .addColumn('is_byok', 'integer', (column) => column.notNull())
+        .addColumn('status', 'text', (column) => column.notNull())
+        .addColumn('http_status', 'integer', (column) => column.notNull())
+        .addColumn('error_type', 'text')
+        .addColumn('error_message', 'text')
+        .addColumn('finish_reason', 'text')
+        .addColumn('native_finish_reason', 'text')
+        .addColumn('tokens_prompt', 'bigint', (column) => column.notNull())
+        .addColumn('tokens_completion', 'bigint', (column) => column.notNull())
+        .addColumn('tokens_cached', 'bigint', (column) => column.notNull())
+        .addColumn('tokens_cache_write', 'bigint', (column) => column.notNull())
+        .addColumn('tokens_reasoning', 'bigint', (column) => column.notNull())
+        .addColumn('cost_nanos', 'bigint', (column) => column.notNull())
+        .addColumn('input_cost_nanos', 'bigint', (column) => column.notNull())
+        .addColumn('output_cost_nanos', 'bigint', (column) => column.notNull())
+        .addColumn('latency_ms', 'bigint', (column) => column.notNull())
+        .addColumn('first_token_ms', 'bigint')
+        .addColumn('generation_time_ms', 'bigint')
+        .addColumn('user_id', 'text')
+        .addColumn('session_id', 'text')
+        .addColumn('metadata', 'text')
+        .addColumn('trace', 'text')
+        .addColumn('app_referer', 'text')
+        .addColumn('app_title', 'text')
+        .addColumn('attempts', 'text', (column) => column.notNull())
+        .execute();
+      await db.schema
+        .createIndex('generations_key_created')
+        .on('generations')
+        .columns(['key_hash', 'created_at'])
+        .execute();
+      await db.schema
+        .createIndex('generations_workspace_created')
+        .on('generations')
+        .columns(['workspace_id', 'created_at'])
+        .execute();
+    },
+  },
 };
 
 /**

@@ -1,0 +1,393 @@
+import { type Clock, systemClock } from '../platform/clock.js';
+import type { Storage } from '../storage/database.js';
+import { createGenerationRepository, type GenerationRecordRow } from './generation-repository.js';
+
+export type { GenerationRecordRow };
+export type GenerationApiType = GenerationRecordRow['api_type'];
+export type GenerationStatus = GenerationRecordRow['status'];
+
+/**
+ * One upstream call made for a generation, in the order they were tried (failover keeps every one).
+ * Stored as given, in the record's `attempts` JSON.
+ */
+export interface GenerationAttempt {
+  /** Provider slug, e.g. `openai`. */
+  provider: string;
+  /** Provider display name, e.g. `OpenAI`; the route falls back to the slug. */
+  provider_name?: string;
+  /** The catalogue model id tried. */
+  model: string;
+  endpoint_id: string | null;
+  /** The HTTP status the upstream answered; null when none arrived (timeout, connection refused). */
+  status: number | null;
+  /** Spec 2.7 `error_type` of a failed attempt; null when it succeeded. */
+  error_type: string | null;
+  latency_ms: number;
+}
+
+/**
+ * What the request path knows when a generation ends. Field names are the table's; flags are
+ * booleans and JSON fields objects here, and `record` converts them to 0/1 and text.
+ */
+export interface GenerationRecordInput {
+  /** `gen-…`, the id sent in `X-Generation-Id`. */
+  id: string;
+  /** ISO 8601: when the request arrived. Its UTC day is the day the spend is billed to. */
+  created_at: string;
+  key_hash: string;
+  workspace_id: string;
+  api_type: GenerationApiType;
+  /** The model the client named (the first of `models` when it sent a list). */
+  requested_model: string | null;
+  /** The catalogue id that answered; null when nothing answered. */
+  model: string | null;
+  provider_slug: string | null;
+  provider_name: string | null;
+  endpoint_id: string | null;
+  /** The upstream's own response id. */
+  upstream_id: string | null;
+  streamed: boolean;
+  cancelled: boolean;
+  is_byok: boolean;
+  status: GenerationStatus;
+  /** The HTTP status the client received. */
+  http_status: number;
+  error_type: string | null;
+  error_message: string | null;
+  /** The canonical finish reason (spec/finish-reason.ts: stop, length, tool-calls, content-filter, error, other). */
+  finish_reason: string | null;
+  native_finish_reason: string | null;
+  tokens_prompt: number;
+  tokens_completion: number;
+  tokens_cached: number;
+  tokens_cache_write: number;
+  tokens_reasoning: number;
+  /** The whole cost; billed to credits, or to BYOK usage when `is_byok`. */
+  cost_nanos: number;
+  input_cost_nanos: number;
+  output_cost_nanos: number;
+  /** Request start to end. */
+  latency_ms: number;
+  /** Request start to the first output; null when there was none. */
+  first_token_ms: number | null;
+  /** Upstream dispatch to the end of the upstream body; null when no upstream was called. */
+  generation_time_ms: number | null;
+  /** The request's end-user `user`. */
+  user_id: string | null;
+  session_id: string | null;
+  metadata: Record<string, unknown> | null;
+  trace: Record<string, unknown> | null;
+  /** The `HTTP-Referer` header. */
+  app_referer: string | null;
+  /** The `X-Title` header. */
+  app_title: string | null;
+  attempts: readonly GenerationAttempt[];
+}
+
+/** The two levels the log speaks at; a pino logger fits. */
+export interface GenerationLogger {
+  warn(details: Record<string, unknown>, message: string): void;
+  error(details: Record<string, unknown>, message: string): void;
+}
+
+export interface GenerationLog {
+  /** Enqueues a record; never touches the database, never throws. */
+  record(input: GenerationRecordInput): void;
+  /** A record by id: the unwritten queue first, then the database. */
+  find(id: string): Promise<GenerationRecordRow | null>;
+  /** Writes everything queued now; rejects (records kept queued) when the database refuses. */
+  flush(): Promise<void>;
+  /** Writes everything queued (retrying for up to `closeTimeoutMs`) and refuses later records. */
+  close(): Promise<void>;
+  /** Records not yet written, including a batch being written. */
+  pending(): number;
+}
+
+/** A batch is written once this many records wait… */
+const FLUSH_AT_RECORDS = 100;
+/** …or this long after the oldest unwritten record arrived, whichever comes first. */
+const FLUSH_AFTER_MS = 50;
+/** The most records one transaction writes; a backlog after an outage drains in several. */
+const MAX_BATCH = 500;
+/** The queue's bound while the database is away; beyond it the oldest records are dropped. */
+export const MAX_QUEUED_GENERATIONS = 10_000;
+const FIRST_RETRY_MS = 100;
+const MAX_RETRY_MS = 5_000;
+/**
+ * Free text (error messages, headers) is cut at MAX_TEXT_CHARS and a JSON field longer than
+ * MAX_JSON_CHARS is not stored, so a full queue holds megabytes, not gigabytes.
+ */
+const MAX_TEXT_CHARS = 4_096;
+const MAX_JSON_CHARS = 65_536;
+
+interface Queued {
+  row: GenerationRecordRow;
+  /** performance.now() when recorded. */
+  queuedAt: number;
+}
+
+/**
+ * Generation records written in group commits off the request path (DESIGN: the hot path touches no
+ * database synchronously). Each batch is one transaction that also adds the records' spend to
+ * `key_usage_daily` and one `usage` row to the credit ledger, so records and billing never disagree.
+ * One write at a time; while the database is away records stay queued (bounded) and writes are
+ * retried with backoff from 100 ms doubling to 5 s.
+ */
+export function createGenerationLog(options: {
+  storage: Storage;
+  logger: GenerationLogger;
+  clock?: Clock;
+  /** How long `close()` keeps retrying a failing database before giving the records up. */
+  closeTimeoutMs?: number;
+}): GenerationLog {
+  const { logger } = options;
+  const clock = options.clock ?? systemClock;
+  const closeTimeoutMs = options.closeTimeoutMs ?? 5_000;
+  const repository = createGenerationRepository(options.storage);
+
+  let queue: Queued[] = [];
+  let inFlight: Queued[] = [];
+  /** Every record not yet written (queued or in flight), by id, for `find`. */
+  const unwritten = new Map<string, GenerationRecordRow>();
+  let writing: Promise<void> | null = null;
+  let timer: NodeJS.Timeout | null = null;
+  /** Zero while the database is healthy; otherwise the wait before the next attempt. */
+  let retryMs = 0;
+  let lastError: unknown = null;
+  let dropped = 0;
+  let closed = false;
+  let closing: Promise<void> | null = null;
+
+  const pending = () => queue.length + inFlight.length;
+
+  const forget = (row: GenerationRecordRow) => {
+    if (unwritten.get(row.id) === row) unwritten.delete(row.id);
+  };
+
+  function dropOldest(): void {
+    const excess = pending() - MAX_QUEUED_GENERATIONS;
+    if (excess <= 0) return;
+    for (const item of queue.splice(0, excess)) forget(item.row);
+    dropped += excess;
+  }
+
+  function reportDrops(): void {
+    if (dropped === 0) return;
+    logger.error(
+      { dropped, limit: MAX_QUEUED_GENERATIONS },
+      'generation log queue full: dropped the oldest unwritten records',
+    );
+    dropped = 0;
+  }
+
+  function clearTimer(): void {
+    if (timer) clearTimeout(timer);
+    timer = null;
+  }
+
+  function arm(delayMs: number): void {
+    clearTimer();
+    timer = setTimeout(() => {
+      timer = null;
+      void writeNext();
+    }, delayMs);
+    // A pending timer must not keep a finished process alive; close() writes what is left.
+    timer.unref();
+  }
+
+  /** Arms the next write: at once when a batch is full, else when the oldest record is 50 ms old. */
+  function schedule(): void {
+    if (closed || writing || retryMs > 0) return;
+    const oldest = queue[0];
+    if (!oldest) return;
+    const due =
+      queue.length >= FLUSH_AT_RECORDS
+        ? 0
+        : Math.max(0, oldest.queuedAt + FLUSH_AFTER_MS - performance.now());
+    // A timer already armed waits for the same oldest record; only a full batch brings it forward.
+    if (timer && due > 0) return;
+    arm(due);
+  }
+
+  /** Writes the next batch unless a write is running; the promise settles after it, never rejects. */
+  function writeNext(): Promise<void> {
+    if (writing) return writing;
+    if (queue.length === 0) return Promise.resolve();
+    const batch = queue.splice(0, MAX_BATCH);
+    inFlight = batch;
+    reportDrops();
+    writing = repository
+      .writeBatch(
+        batch.map((item) => item.row),
+        clock.now(),
+      )
+      .then(
+        () => {
+          inFlight = [];
+          for (const item of batch) forget(item.row);
+          retryMs = 0;
+          lastError = null;
+        },
+        (error: unknown) => {
+          inFlight = [];
+          queue = batch.concat(queue);
+          dropOldest();
+          retryMs = retryMs === 0 ? FIRST_RETRY_MS : Math.min(retryMs * 2, MAX_RETRY_MS);
+          lastError = error;
+          logger.warn(
+            { err: error, pending: pending(), retry_in_ms: retryMs },
+            'generation records not written; kept queued, retrying',
+          );
+          reportDrops();
+        },
+      )
+      .finally(() => {
+        writing = null;
+        if (closed) return;
+        if (retryMs > 0) arm(retryMs);
+        else schedule();
+      });
+    return writing;
+  }
+
+  async function drainForClose(): Promise<void> {
+    const deadline = performance.now() + closeTimeoutMs;
+    clearTimer();
+    while (pending() > 0) {
+      if (writing) {
+        await writing;
+        continue;
+      }
+      await writeNext();
+      if (retryMs === 0) continue;
+      if (performance.now() + retryMs > deadline) break;
+      await new Promise((resolve) => setTimeout(resolve, retryMs));
+    }
+    clearTimer();
+    reportDrops();
+    if (pending() > 0) {
+      logger.error(
+        { err: lastError, lost: pending() },
+        'generation log closed with records the database did not take; they are lost',
+      );
+    }
+  }
+
+  return {
+    record(input) {
+      if (closed) {
+        logger.error({ id: input.id }, 'generation recorded after the log closed; not written');
+        return;
+      }
+      let row: GenerationRecordRow;
+      try {
+        row = toRow(input, logger);
+      } catch (error) {
+        logger.error({ err: error, id: input.id }, 'generation record is malformed; not written');
+        return;
+      }
+      queue.push({ row, queuedAt: performance.now() });
+      unwritten.set(row.id, row);
+      dropOldest();
+      schedule();
+    },
+
+    async find(id) {
+      return unwritten.get(id) ?? repository.findById(id);
+    },
+
+    async flush() {
+      while (pending() > 0) {
+        if (writing) {
+          await writing;
+          continue;
+        }
+        clearTimer();
+        await writeNext();
+        if (retryMs > 0) throw lastError;
+      }
+    },
+
+    close() {
+      if (!closing) {
+        closed = true;
+        closing = drainForClose();
+      }
+      return closing;
+    },
+
+    pending,
+  };
+}
+
+/** A non-negative integer that fits a bigint column on both backends (one bad row must not block a batch). */
+const count = (value: number): number =>
+  Number.isFinite(value) ? Math.min(Number.MAX_SAFE_INTEGER, Math.max(0, Math.round(value))) : 0;
+
+const optionalCount = (value: number | null): number | null => (value === null ? null : count(value));
+
+/** PostgreSQL refuses NUL in text; upstream error messages are foreign input. */
+const text = (value: string | null, maxChars = MAX_TEXT_CHARS): string | null =>
+  value === null ? null : value.replaceAll('\u0000', '').slice(0, maxChars);
+
+function json(value: unknown, field: string, logger: GenerationLogger): string | null {
+  if (value === null || value === undefined) return null;
+  let encoded: string;
+  try {
+    encoded = JSON.stringify(value);
+  } catch (error) {
+    logger.warn({ err: error, field }, 'generation field is not JSON; not stored');
+    return null;
+  }
+  if (encoded.length <= MAX_JSON_CHARS) return encoded;
+  logger.warn(
+    { field, chars: encoded.length, limit: MAX_JSON_CHARS },
+    'generation field too large; not stored',
+  );
+  return null;
+}
+
+function toRow(input: GenerationRecordInput, logger: GenerationLogger): GenerationRecordRow {
+  return {
+    id: input.id,
+    // Normalized, so the billing day (its first 10 characters) is the UTC day whatever offset came in.
+    created_at: new Date(input.created_at).toISOString(),
+    key_hash: input.key_hash,
+    workspace_id: input.workspace_id,
+    api_type: input.api_type,
+    requested_model: text(input.requested_model),
+    model: input.model,
+    provider_slug: input.provider_slug,
+    provider_name: input.provider_name,
+    endpoint_id: input.endpoint_id,
+    upstream_id: text(input.upstream_id),
+    streamed: input.streamed ? 1 : 0,
+    cancelled: input.cancelled ? 1 : 0,
+    is_byok: input.is_byok ? 1 : 0,
+    status: input.status,
+    http_status: count(input.http_status),
+    error_type: text(input.error_type),
+    error_message: text(input.error_message),
+    finish_reason: text(input.finish_reason),
+    native_finish_reason: text(input.native_finish_reason),
+    tokens_prompt: count(input.tokens_prompt),
+    tokens_completion: count(input.tokens_completion),
+    tokens_cached: count(input.tokens_cached),
+    tokens_cache_write: count(input.tokens_cache_write),
+    tokens_reasoning: count(input.tokens_reasoning),
+    cost_nanos: count(input.cost_nanos),
+    input_cost_nanos: count(input.input_cost_nanos),
+    output_cost_nanos: count(input.output_cost_nanos),
+    latency_ms: count(input.latency_ms),
+    first_token_ms: optionalCount(input.first_token_ms),
+    generation_time_ms: optionalCount(input.generation_time_ms),
+    user_id: text(input.user_id),
+    session_id: text(input.session_id),
+    metadata: json(input.metadata, 'metadata', logger),
+    trace: json(input.trace, 'trace', logger),
+    app_referer: text(input.app_referer),
+    app_title: text(input.app_title),
+    // The attempts list is ours and short; it is stored whole.
+    attempts: JSON.stringify(input.attempts),
+  };
+}
