@@ -1,3 +1,4 @@
+import type { EndpointLiveStats } from './endpoint-health.js';
 import type { SnapshotEndpoint, SnapshotModel, SnapshotProvider } from './snapshot-types.js';
 
 /** Spec 2.2's Model: exactly its fields, in its order. */
@@ -53,7 +54,7 @@ const supportsImplicitCaching = (endpoint: SnapshotEndpoint): boolean =>
   typeof endpoint.pricing.input_cache_read === 'string' && endpoint.pricing.input_cache_write === undefined;
 
 /** The reference's PublicEndpoint, for `/models/{author}/{slug}/endpoints`. */
-export function toEndpointRecord(endpoint: SnapshotEndpoint) {
+export function toEndpointRecord(endpoint: SnapshotEndpoint, live: EndpointLiveStats | null = null) {
   return {
     name: `${endpoint.provider_name} | ${endpoint.model_permaslug}`,
     model_id: endpoint.model_permaslug,
@@ -72,18 +73,19 @@ export function toEndpointRecord(endpoint: SnapshotEndpoint) {
     supported_parameters: endpoint.supported_parameters,
     supports_implicit_caching: supportsImplicitCaching(endpoint),
     status: endpoint.status,
-    // The snapshot carries no uptime; the gateway's own traffic will fill these.
-    uptime_last_5m: null,
-    uptime_last_30m: null,
-    uptime_last_1d: null,
-    latency_last_30m: percentiles(endpoint, 'latency'),
-    throughput_last_30m: percentiles(endpoint, 'throughput'),
+    // The snapshot carries no uptime: it comes from this gateway's own calls, null until there are
+    // some. Latency and throughput are this gateway's figures once it has them, else the snapshot's.
+    uptime_last_5m: live?.uptime5m ?? null,
+    uptime_last_30m: live?.uptime30m ?? null,
+    uptime_last_1d: live?.uptime1d ?? null,
+    latency_last_30m: live?.latency30m ?? percentiles(endpoint, 'latency'),
+    throughput_last_30m: live?.throughput30m ?? percentiles(endpoint, 'throughput'),
   };
 }
 
 /** Spec 2.12's ZDR endpoint record. */
-export function toZdrRecord(endpoint: SnapshotEndpoint) {
-  const record = toEndpointRecord(endpoint);
+export function toZdrRecord(endpoint: SnapshotEndpoint, live: EndpointLiveStats | null = null) {
+  const record = toEndpointRecord(endpoint, live);
   return {
     name: record.name,
     model_id: record.model_id,

@@ -4,7 +4,7 @@ import { Type } from 'typebox';
 import { notFound } from '../errors/app-error.js';
 import { ErrorSchema } from '../errors/error-schema.js';
 import type { Clock } from '../platform/clock.js';
-import type { Catalog } from './catalog.js';
+import type { Catalog, CatalogModel } from './catalog.js';
 import {
   EndpointSchema,
   EndpointsParams,
@@ -13,6 +13,7 @@ import {
   ZdrEndpointSchema,
 } from './catalog-schemas.js';
 import { BodyCache, chooseEncoding, EncodedBody } from './encoded-body.js';
+import type { EndpointHealth } from './endpoint-health.js';
 import {
   CountQuery,
   ModelsQuery,
@@ -63,16 +64,52 @@ function cacheKey(query: Record<string, unknown>, names: readonly string[]): str
  * brotli forms, per distinct query.
  */
 export const catalogRoutes =
-  (options: { catalog: Catalog; clock: Clock; publicUrl: () => string }): FastifyPluginAsync =>
+  (options: {
+    catalog: Catalog;
+    clock: Clock;
+    publicUrl: () => string;
+    /** This gateway's live endpoint figures; answers that show them are built fresh, not kept. */
+    health?: EndpointHealth;
+  }): FastifyPluginAsync =>
   async (plugin) => {
-    const { catalog, clock, publicUrl } = options;
+    const { catalog, clock, publicUrl, health } = options;
+    const live = health ? (id: string) => health.stats(id) : undefined;
+    const hasLive = (models: readonly CatalogModel[]) =>
+      health !== undefined &&
+      models.some((model) => model.endpoints.some((endpoint) => health.has(endpoint.id)));
+    /** The models with latency and throughput facts that include this gateway's own figures. */
+    const withLiveFacts = (): CatalogModel[] =>
+      catalog.models.map((model) => {
+        if (!health || !hasLive([model])) return model;
+        const latencies: number[] = [];
+        const throughputs: number[] = [];
+        for (const endpoint of model.endpoints) {
+          const stats = health.stats(endpoint.id);
+          const latency = stats?.latency30m?.p50 ?? endpoint.stats?.p50_latency;
+          const throughput = stats?.throughput30m?.p50 ?? endpoint.stats?.p50_throughput;
+          if (typeof latency === 'number') latencies.push(latency);
+          if (typeof throughput === 'number') throughputs.push(throughput);
+        }
+        return {
+          ...model,
+          facts: {
+            ...model.facts,
+            latency: latencies.length ? Math.min(...latencies) : null,
+            throughput: throughputs.length ? Math.max(...throughputs) : null,
+          },
+        };
+      });
     const app = plugin.withTypeProvider<TypeBoxTypeProvider>();
     const modelParameters = Object.keys(ModelsQuery.properties);
     const bodies = new BodyCache(CACHE_BYTES);
     const now = () => clock.now();
 
-    const listBody = (query: ModelsQueryInput, onGrow?: (bytes: number) => void) => {
-      const selected = selectModels(catalog.models, query, now);
+    const listBody = (
+      query: ModelsQueryInput,
+      onGrow?: (bytes: number) => void,
+      models: readonly CatalogModel[] = catalog.models,
+    ) => {
+      const selected = selectModels(models, query, now);
       if (isTrue(query.use_rss)) {
         const xml = renderRss({
           models: selected,
@@ -118,6 +155,13 @@ export const catalogRoutes =
         // Ages move with the clock (each model's at its own time of day), so such answers are not kept.
         if (query.min_age_days !== undefined || query.max_age_days !== undefined) {
           return send(request, reply, listBody(query));
+        }
+        // Latency and throughput sorts follow this gateway's live figures once it has some.
+        if (
+          (query.sort === 'latency-low-to-high' || query.sort === 'throughput-high-to-low') &&
+          health?.size()
+        ) {
+          return send(request, reply, listBody(query, undefined, withLiveFacts()));
         }
         return send(
           request,
@@ -185,9 +229,10 @@ export const catalogRoutes =
         const first = requested[0];
         if (!first) throw notFound(`Model ${request.params.author}/${request.params.slug} not found`);
         const canonical = first.canonicalSlug;
-        let body = endpointListings.get(canonical);
+        const variants = catalog.lookup(canonical);
+        const fresh = hasLive(variants);
+        let body = fresh ? undefined : endpointListings.get(canonical);
         if (!body) {
-          const variants = catalog.lookup(canonical);
           const main = variants.find((model) => model.facts.variant === 'standard') ?? variants[0] ?? first;
           body = jsonBody({
             data: {
@@ -196,10 +241,10 @@ export const catalogRoutes =
               created: main.record.created,
               description: main.record.description,
               architecture: main.record.architecture,
-              endpoints: catalog.endpointRecords(variants.length > 0 ? variants : [first]),
+              endpoints: catalog.endpointRecords(variants.length > 0 ? variants : [first], live),
             },
           });
-          endpointListings.set(canonical, body);
+          if (!fresh) endpointListings.set(canonical, body);
         }
         return send(request, reply, body);
       },
@@ -216,7 +261,8 @@ export const catalogRoutes =
           response: { 200: Type.Object({ data: Type.Array(ZdrEndpointSchema) }) },
         },
       },
-      async (request, reply) => send(request, reply, zdr),
+      async (request, reply) =>
+        send(request, reply, health?.size() ? jsonBody({ data: catalog.zdrRecords(live) }) : zdr),
     );
 
     const providers = jsonBody({ data: catalog.providerRecords() });

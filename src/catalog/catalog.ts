@@ -1,5 +1,7 @@
 import type { CatalogConfig, Config } from '../config/config-schema.js';
 import { toEndpointRecord, toModelRecord, toProviderRecord, toZdrRecord } from './catalog-records.js';
+import { DEMO_PROVIDER_SLUG, demoModels, demoProvider } from './demo-provider.js';
+import type { EndpointLiveStats } from './endpoint-health.js';
 import { loadSnapshot } from './load-snapshot.js';
 import {
   computeFacts,
@@ -9,6 +11,7 @@ import {
   summarizeUsage,
   usageKey,
 } from './model-facts.js';
+import { providerBase } from './provider-base.js';
 import type { Snapshot, SnapshotEndpoint, SnapshotModel, SnapshotProvider } from './snapshot-types.js';
 
 export class CatalogConfigError extends Error {
@@ -27,6 +30,9 @@ export interface CatalogModel {
   endpoints: SnapshotEndpoint[];
 }
 
+/** This gateway's live figures for an endpoint id, or null when it has not called that endpoint. */
+export type LiveStatsOf = (endpointId: string) => EndpointLiveStats | null;
+
 export interface CatalogProvider extends SnapshotProvider {
   /** The base URL requests go to: the config's override or the provider's public one. */
   effectiveBaseUrl: string;
@@ -38,12 +44,11 @@ export interface Catalog {
   lookup(idOrSlug: string): CatalogModel[];
   providers: readonly CatalogProvider[];
   zdrEndpoints: readonly SnapshotEndpoint[];
-  endpointRecords(models: CatalogModel[]): ReturnType<typeof toEndpointRecord>[];
-  zdrRecords(): ReturnType<typeof toZdrRecord>[];
+  /** Endpoint records, with this gateway's live figures where `live` has them. */
+  endpointRecords(models: CatalogModel[], live?: LiveStatsOf): ReturnType<typeof toEndpointRecord>[];
+  zdrRecords(live?: LiveStatsOf): ReturnType<typeof toZdrRecord>[];
   providerRecords(): ReturnType<typeof toProviderRecord>[];
 }
-
-const providerBase = (providerSlug: string): string => providerSlug.split('/')[0]!;
 
 /** Turns a config model into snapshot rows: the model and its single endpoint on the named provider. */
 function configModel(
@@ -129,7 +134,14 @@ export function buildCatalog(options: { config: Config; snapshot?: Snapshot; now
   const snapshot = options.snapshot ?? loadSnapshot(config.catalog.snapshot_dir ?? undefined);
   const providers: SnapshotProvider[] = [...snapshot.providers];
   const knownSlugs = new Set(providers.map((provider) => provider.slug));
-  config.catalog.providers.forEach((entry, index) => {
+  // The built-in demo provider joins like a configured one, unless it is switched off.
+  const demoOn = config.providers[DEMO_PROVIDER_SLUG]?.enabled !== false;
+  const extraProviders = [...(demoOn ? [demoProvider] : []), ...config.catalog.providers];
+  const extraModels = [...(demoOn ? demoModels : []), ...config.catalog.models];
+  const offset = demoOn ? 1 : 0;
+  const modelOffset = demoOn ? demoModels.length : 0;
+  extraProviders.forEach((entry, position) => {
+    const index = position - offset;
     if (knownSlugs.has(entry.slug)) {
       throw new CatalogConfigError(
         `catalog.providers[${index}].slug: provider "${entry.slug}" already exists`,
@@ -165,7 +177,8 @@ export function buildCatalog(options: { config: Config; snapshot?: Snapshot; now
   const endpoints = [...snapshot.endpoints];
   const ids = new Set(models.map((model) => model.id));
   const loadedAt = Math.floor(options.now.getTime() / 1000);
-  config.catalog.models.forEach((entry, index) => {
+  extraModels.forEach((entry, position) => {
+    const index = position - modelOffset;
     if (ids.has(entry.id))
       throw new CatalogConfigError(`catalog.models[${index}].id: model "${entry.id}" already exists`);
     const provider = providers.find((candidate) => candidate.slug === entry.provider);
@@ -234,12 +247,12 @@ export function buildCatalog(options: { config: Config; snapshot?: Snapshot; now
     lookup: (key) => lookupTable.get(key) ?? [],
     providers: visibleProviders,
     zdrEndpoints,
-    endpointRecords: (selected) =>
+    endpointRecords: (selected, live) =>
       selected
         .flatMap((model) => model.endpoints)
         .sort((a, b) => (endpointOrder.get(a) ?? 0) - (endpointOrder.get(b) ?? 0))
-        .map(toEndpointRecord),
-    zdrRecords: () => zdrEndpoints.map(toZdrRecord),
+        .map((endpoint) => toEndpointRecord(endpoint, live?.(endpoint.id) ?? null)),
+    zdrRecords: (live) => zdrEndpoints.map((endpoint) => toZdrRecord(endpoint, live?.(endpoint.id) ?? null)),
     providerRecords: () => visibleProviders.map(toProviderRecord),
   };
 }

@@ -6,7 +6,12 @@ const ProviderSettings = Type.Object(
   {
     base_url: Type.Optional(Type.String({ minLength: 1 })),
     api_key: Type.Optional(Type.String()),
+    /** Longest wait for the upstream's response headers (a non-streamed answer arrives with them). */
     timeout_ms: Type.Optional(Type.Integer({ minimum: 1 })),
+    /** Longest wait from sending a streamed request to its first output. */
+    first_token_timeout_ms: Type.Optional(Type.Integer({ minimum: 1 })),
+    /** Longest silence between two chunks of a streamed answer. */
+    idle_timeout_ms: Type.Optional(Type.Integer({ minimum: 1 })),
     enabled: Type.Optional(Type.Boolean()),
   },
   { additionalProperties: false },
