@@ -10,10 +10,16 @@ import { keyRoutes } from './admin/keys/key-routes.js';
 import { createKeyService } from './admin/keys/key-service.js';
 import { createWorkspaceRepository } from './admin/workspaces/workspace-repository.js';
 import { createCreditLedger } from './billing/credit-ledger.js';
+import { createGenerationLog, type GenerationLog, type GenerationLogger } from './billing/generation-log.js';
 import { buildCatalog } from './catalog/catalog.js';
 import { catalogRoutes } from './catalog/catalog-routes.js';
 import type { Config } from './config/config-schema.js';
 import { installErrorRenderer, renderClientError, renderError } from './errors/error-renderer.js';
+import { chatCompletionsDialect } from './gateway/dialects/chat-completions/chat-completions-dialect.js';
+import { messagesDialect } from './gateway/dialects/messages/messages-dialect.js';
+import { responsesDialect } from './gateway/dialects/responses/responses-dialect.js';
+import { generationRoutes } from './gateway/generation-routes.js';
+import { createInference } from './gateway/inference.js';
 import { createAuthenticator } from './gateway/pipeline/authenticate.js';
 import {
   createMemoryRateLimiter,
@@ -24,7 +30,7 @@ import { opsRoutes } from './ops/ops-routes.js';
 import { type ChangeBus, createLocalChangeBus, createRedisChangeBus } from './platform/change-bus.js';
 import { type Clock, systemClock } from './platform/clock.js';
 import { installGracefulClose } from './platform/graceful-close.js';
-import { installMetrics } from './platform/metrics.js';
+import { createGenerationMetrics, installMetrics } from './platform/metrics.js';
 import { connectRedis, whenReady } from './platform/redis.js';
 import { throttled } from './platform/throttled.js';
 import { installValidators } from './platform/validation.js';
@@ -37,6 +43,8 @@ export interface Services {
   storage: Storage;
   keys: ReturnType<typeof createKeyService>;
   credits: ReturnType<typeof createCreditLedger>;
+  /** Generation records, written in group commits; closed (flushed) before storage. */
+  generations: GenerationLog;
   bus: ChangeBus;
 }
 
@@ -50,6 +58,8 @@ export async function buildServices(
   options: BuildOptions & {
     redis?: { publisher: Redis; subscriber: Redis } | null;
     onRedisError?: (error: unknown) => void;
+    /** Where the generation log reports write failures; the CLI gets a logger of its own. */
+    logger?: GenerationLogger;
   },
 ) {
   const { config } = options;
@@ -77,8 +87,13 @@ export async function buildServices(
     clock,
   });
   const credits = createCreditLedger(storage);
+  const generations = createGenerationLog({
+    storage,
+    logger: options.logger ?? pino({ level: config.log_level }),
+    clock,
+  });
   if (config.bootstrap_key) await keys.ensureBootstrapKey(config.bootstrap_key);
-  return { storage, keys, credits, bus, cache, clock };
+  return { storage, keys, credits, generations, bus, cache, clock };
 }
 
 /**
@@ -106,8 +121,8 @@ export async function buildApp(options: BuildOptions): Promise<{ app: FastifyIns
   );
   const redis = config.redis_url
     ? {
-        publisher: connectRedis(config.redis_url, onRedisError),
-        subscriber: connectRedis(config.redis_url, onRedisError),
+        publisher: await connectRedis(config.redis_url, onRedisError),
+        subscriber: await connectRedis(config.redis_url, onRedisError),
       }
     : null;
   if (redis) {
@@ -116,7 +131,7 @@ export async function buildApp(options: BuildOptions): Promise<{ app: FastifyIns
   }
   let services: Awaited<ReturnType<typeof buildServices>>;
   try {
-    services = await buildServices({ ...options, clock, redis, onRedisError });
+    services = await buildServices({ ...options, clock, redis, onRedisError, logger });
   } catch (error) {
     redis?.publisher.disconnect();
     redis?.subscriber.disconnect();
@@ -143,6 +158,41 @@ export async function buildApp(options: BuildOptions): Promise<{ app: FastifyIns
   installValidators(app);
   installErrorRenderer(app);
   const metrics = installMetrics(app);
+
+  const inference = await createInference({
+    config,
+    clock,
+    catalog,
+    keyCache: services.cache,
+    credits: services.credits,
+    log: services.generations,
+    redis: redis?.publisher ?? null,
+    onRedisError,
+    onCreditRefreshError: throttled(30_000, (error: unknown) =>
+      logger.warn({ err: error }, 'credit totals not refreshed; serving the last known totals'),
+    ),
+    onGeneration: createGenerationMetrics(metrics),
+    dialects: [
+      {
+        path: '/responses',
+        dialect: responsesDialect,
+        tag: 'beta responses',
+        summary: 'Create a response (spec 4.6)',
+      },
+      {
+        path: '/chat/completions',
+        dialect: chatCompletionsDialect,
+        tag: 'Chat',
+        summary: 'Create a chat completion',
+      },
+      {
+        path: '/messages',
+        dialect: messagesDialect,
+        tag: 'Anthropic-style Messages',
+        summary: 'Create a message (Anthropic Messages API)',
+      },
+    ],
+  });
 
   const { requests, window_seconds: windowSeconds } = config.limits.rate_limit;
   let rateLimiter: RateLimiter | null = null;
@@ -190,12 +240,20 @@ export async function buildApp(options: BuildOptions): Promise<{ app: FastifyIns
       );
       await api.register(keyRoutes(services.keys));
       await api.register(creditRoutes(services.credits));
-      await api.register(catalogRoutes({ catalog, clock, publicUrl: () => publicUrl(app, config) }));
+      await api.register(generationRoutes(services.generations));
+      await api.register(
+        catalogRoutes({ catalog, clock, publicUrl: () => publicUrl(app, config), health: inference.health }),
+      );
+      inference.register(api);
     },
     { prefix: API_PREFIX },
   );
 
   app.addHook('onClose', async () => {
+    await inference.close();
+    // In-flight requests have finished (onClose runs after the server drained): their records are
+    // queued, and this writes them while the database is still open.
+    await services.generations.close();
     await services.bus.close();
     await services.storage.close();
     if (redis) {

@@ -1,6 +1,6 @@
-import { sql } from 'kysely';
+import { type Kysely, sql } from 'kysely';
 import type { Storage } from '../../storage/database.js';
-import type { ApiKeyTable } from '../../storage/database-schema.js';
+import type { ApiKeyTable, Database } from '../../storage/database-schema.js';
 
 export type KeyRow = ApiKeyTable;
 
@@ -104,29 +104,37 @@ export function createKeyRepository(storage: Storage) {
     },
 
     /** Adds spend to a key's row for the day (upsert), atomically on both backends. */
-    async addUsage(entry: {
-      hash: string;
-      day: string;
-      usageNanos: number;
-      byokNanos: number;
-    }): Promise<void> {
-      await db
-        .insertInto('key_usage_daily')
-        .values({
-          key_hash: entry.hash,
-          day: entry.day,
-          usage_nanos: entry.usageNanos,
-          byok_usage_nanos: entry.byokNanos,
-        })
-        .onConflict((conflict) =>
-          conflict.columns(['key_hash', 'day']).doUpdateSet({
-            usage_nanos: sql`key_usage_daily.usage_nanos + ${entry.usageNanos}`,
-            byok_usage_nanos: sql`key_usage_daily.byok_usage_nanos + ${entry.byokNanos}`,
-          }),
-        )
-        .execute();
-    },
+    addUsage: (entry: DailyUsage): Promise<void> => addDailyUsage(db, entry),
   };
+}
+
+export interface DailyUsage {
+  hash: string;
+  day: string;
+  usageNanos: number;
+  byokNanos: number;
+}
+
+/**
+ * Adds spend to a key's row for one UTC day, creating it if needed; portable to both backends and
+ * usable inside a transaction (the generation log bills whole batches this way).
+ */
+export async function addDailyUsage(db: Kysely<Database>, entry: DailyUsage): Promise<void> {
+  await db
+    .insertInto('key_usage_daily')
+    .values({
+      key_hash: entry.hash,
+      day: entry.day,
+      usage_nanos: entry.usageNanos,
+      byok_usage_nanos: entry.byokNanos,
+    })
+    .onConflict((conflict) =>
+      conflict.columns(['key_hash', 'day']).doUpdateSet({
+        usage_nanos: sql`key_usage_daily.usage_nanos + ${entry.usageNanos}`,
+        byok_usage_nanos: sql`key_usage_daily.byok_usage_nanos + ${entry.byokNanos}`,
+      }),
+    )
+    .execute();
 }
 
 export type KeyRepository = ReturnType<typeof createKeyRepository>;

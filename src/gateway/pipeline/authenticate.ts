@@ -28,6 +28,17 @@ const MAX_TOKEN_LENGTH = 512;
 const unauthorized = (message: string) => new AppError('authentication', message);
 
 /**
+ * The bearer credential. Anthropic's clients send the key as `x-api-key` instead (SDKs before 1.0,
+ * curl examples from its docs); it is accepted as if it were `Authorization: Bearer <key>`.
+ */
+function credentialHeader(request: FastifyRequest): string | undefined {
+  const authorization = request.headers.authorization;
+  if (authorization !== undefined && authorization.trim() !== '') return authorization;
+  const apiKey = request.headers['x-api-key'];
+  return typeof apiKey === 'string' && apiKey.trim() !== '' ? `Bearer ${apiKey.trim()}` : authorization;
+}
+
+/**
  * Resolves the bearer token to a principal from the in-memory key cache, then applies the
  * per-key rate limit. No database query once the key has been seen.
  */
@@ -63,7 +74,7 @@ export function createAuthenticator(options: {
     const auth = request.routeOptions.config.auth ?? 'any';
     // An unknown route answers 404 whoever asks; there is nothing behind it to protect.
     if (auth === 'public' || request.is404) return;
-    const principal = await principalFor(request.headers.authorization);
+    const principal = await principalFor(credentialHeader(request));
     request.principal = principal;
     if (auth === 'management' && !principal.isManagement) throw managementKeyRequired();
     if (!rateLimiter) return;

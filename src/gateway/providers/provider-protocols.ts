@@ -1,3 +1,4 @@
+import { providerBase } from '../../catalog/provider-base.js';
 import type { Config } from '../../config/config-schema.js';
 import type { ProviderAdapter, UpstreamTarget } from '../../spec/provider-adapter.js';
 import { createAnthropicMessagesAdapter } from './anthropic/anthropic-messages-adapter.js';
@@ -32,6 +33,18 @@ const unreachable =
  * adapter plus small per-provider options, as STYLE.md asks.
  */
 export function protocolForAdapter(adapter: string): Protocol | null {
+  let protocol = protocols.get(adapter);
+  if (protocol === undefined) {
+    protocol = classifyAdapter(adapter);
+    protocols.set(adapter, protocol);
+  }
+  return protocol;
+}
+
+/** Adapter names are a small closed set (one per provider); routing asks about them on every request. */
+const protocols = new Map<string, Protocol | null>();
+
+function classifyAdapter(adapter: string): Protocol | null {
   const native = nativeProtocols[adapter];
   if (native) return native;
   if (unreachable.test(adapter)) return null;
@@ -63,7 +76,7 @@ export function createAdapters(http: UpstreamHttp) {
   );
   return {
     adapterFor(protocol: Protocol, providerSlug: string): ProviderAdapter {
-      const special = protocol === 'openai-chat' ? byProvider.get(providerSlug.split('/')[0]!) : undefined;
+      const special = protocol === 'openai-chat' ? byProvider.get(providerBase(providerSlug)) : undefined;
       return special ?? (byProtocol.get(protocol) as ProviderAdapter);
     },
   };
@@ -79,7 +92,7 @@ export function upstreamTargetFor(options: {
   baseUrl: string;
   config: Config;
 }): UpstreamTarget | null {
-  const base = options.providerSlug.split('/')[0]!;
+  const base = providerBase(options.providerSlug);
   const settings = options.config.providers[base];
   const apiKey = settings?.api_key;
   if (!apiKey) return null;

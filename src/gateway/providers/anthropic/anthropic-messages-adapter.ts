@@ -93,7 +93,7 @@ export function createAnthropicMessagesAdapter(options: {
     },
 
     async *stream(call): AsyncGenerator<StreamPart> {
-      // Converted before the try: a request the caller got wrong is a TypeError for the caller, not
+      // Converted before the try: a request the caller got wrong is an UnsupportedRequestError, not
       // an upstream failure to fail over from.
       const body = JSON.stringify(convertToAnthropicMessagesRequest(call.request, { stream: true }));
       const guard = guardStream(call);

@@ -188,7 +188,7 @@ function readDelta(value: unknown): BlockDelta {
 /** One parsed stream event. The type is read from the data, which Anthropic always repeats there. */
 export function readAnthropicStreamEvent(data: unknown): AnthropicStreamEvent {
   const event = asRecord(data) ?? {};
-  const index = typeof event.index === 'number' ? event.index : -1;
+  const index = Number.isSafeInteger(event.index) ? (event.index as number) : -1;
   switch (event.type) {
     case 'message_start': {
       const message = asRecord(event.message) ?? {};

@@ -4,6 +4,7 @@ import type {
   InputItem,
   ReasoningOptions,
 } from '../../../spec/generation-request.js';
+import { UnsupportedRequestError } from '../../../spec/upstream-error.js';
 
 type AnthropicSource =
   | { type: 'url'; url: string }
@@ -55,7 +56,7 @@ function parseDataUrl(url: string): { mediaType: string; data: string } | undefi
 function sourceFor(url: string, what: string): AnthropicSource {
   if (!url.startsWith('data:')) return { type: 'url', url };
   const parsed = parseDataUrl(url);
-  if (!parsed) throw new TypeError(`The ${what} data URL is not base64-encoded`);
+  if (!parsed) throw new UnsupportedRequestError(`The ${what} data URL is not base64-encoded`);
   return { type: 'base64', media_type: parsed.mediaType, data: parsed.data };
 }
 
@@ -81,14 +82,14 @@ function convertPart(part: ContentPart): AnthropicContentBlock | undefined {
       return { type: 'document', source, ...(part.filename ? { title: part.filename } : {}) };
     }
     case 'audio':
-      throw new TypeError('Anthropic Messages does not accept audio input');
+      throw new UnsupportedRequestError('Anthropic Messages does not accept audio input');
   }
 }
 
 /**
  * Anthropic wants the tool input as a JSON object. Arguments that are not one are the caller's
  * mistake (the gateway only relays what a model or client wrote), so they fail the request with a
- * TypeError rather than being replaced by `{}`, which would silently change the conversation. Empty
+ * UnsupportedRequestError rather than being replaced by `{}`, which would silently change the conversation. Empty
  * arguments are the one exception: several models write "" for a call without parameters.
  */
 function parseToolInput(item: Extract<InputItem, { type: 'function-call' }>): Record<string, unknown> {
@@ -97,10 +98,14 @@ function parseToolInput(item: Extract<InputItem, { type: 'function-call' }>): Re
   try {
     input = JSON.parse(item.arguments);
   } catch {
-    throw new TypeError(`Arguments of function call ${item.callId} (${item.name}) are not valid JSON`);
+    throw new UnsupportedRequestError(
+      `Arguments of function call ${item.callId} (${item.name}) are not valid JSON`,
+    );
   }
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-    throw new TypeError(`Arguments of function call ${item.callId} (${item.name}) are not a JSON object`);
+    throw new UnsupportedRequestError(
+      `Arguments of function call ${item.callId} (${item.name}) are not a JSON object`,
+    );
   }
   return input as Record<string, unknown>;
 }

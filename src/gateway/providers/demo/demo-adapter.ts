@@ -1,3 +1,5 @@
+import { createHash } from 'node:crypto';
+import type { EmbedCall, EmbeddingResult } from '../../../spec/embedding.js';
 import type { InputItem } from '../../../spec/generation-request.js';
 import type { AdapterCall, ProviderAdapter } from '../../../spec/provider-adapter.js';
 import type { GenerationResult, StreamPart } from '../../../spec/stream-part.js';
@@ -22,7 +24,14 @@ export const demoModels = {
   slowFirstToken: 'slow-first-token',
   /** Sends two words, then the stream breaks. */
   cutMidStream: 'cut-mid-stream',
+  /** Embeds: a deterministic unit-length vector per input (16 dimensions unless `dimensions` says). */
+  embed: 'embed',
 } as const;
+
+/** Vector length of the `embed` model when the request names none. */
+export const DEMO_EMBEDDING_DIMENSIONS = 16;
+/** The longest vector the `embed` model makes, as a real model has a maximum. */
+const MAX_DEMO_EMBEDDING_DIMENSIONS = 4096;
 
 export const SCRIPTED_TEXT = 'The quick brown fox jumps over the lazy dog.';
 
@@ -89,6 +98,23 @@ function failureFor(model: string): UpstreamError | null {
   return null;
 }
 
+/**
+ * A unit-length vector from SHA-256 in counter mode over the input: the same input always gives the
+ * same vector, different inputs practically never do, and no state is kept.
+ */
+function demoVector(input: string | number[], dimensions: number): number[] {
+  const seed = typeof input === 'string' ? `text:${input}` : `tokens:${input.join(',')}`;
+  const values: number[] = [];
+  for (let block = 0; values.length < dimensions; block += 1) {
+    const digest = createHash('sha256').update(`${block}\0${seed}`).digest();
+    for (let offset = 0; offset < digest.length && values.length < dimensions; offset += 4) {
+      values.push(digest.readUInt32LE(offset) / 0x8000_0000 - 1);
+    }
+  }
+  const norm = Math.hypot(...values);
+  return norm === 0 ? values.map((_, index) => (index === 0 ? 1 : 0)) : values.map((value) => value / norm);
+}
+
 /** The words a model answers with: the echo of the last user turn, or the scripted sentence. */
 function answer(call: AdapterCall): string {
   return call.request.model === demoModels.echo ? lastUserText(call.request.input) : SCRIPTED_TEXT;
@@ -98,6 +124,13 @@ function answer(call: AdapterCall): string {
 async function failBeforeOutput(call: AdapterCall): Promise<void> {
   const failure = failureFor(call.request.model);
   if (failure) throw failure;
+  if (call.request.model === demoModels.embed) {
+    throw new UpstreamError({
+      message: `Demo model "${demoModels.embed}" only embeds`,
+      kind: 'http',
+      status: 404,
+    });
+  }
   if (call.request.model === demoModels.slowFirstToken) {
     await wait(call.timeouts.firstTokenMs + 50, call.signal);
     throw new UpstreamError({
@@ -129,6 +162,42 @@ export function createDemoAdapter(): ProviderAdapter {
         usage: usageFor(call, truncated),
         finishReason: tool ? 'tool-calls' : truncated.length < text.length ? 'length' : 'stop',
         nativeFinishReason: tool ? 'tool_calls' : truncated.length < text.length ? 'length' : 'stop',
+      };
+    },
+
+    async embed(call: EmbedCall): Promise<EmbeddingResult> {
+      const { model, input, dimensions } = call.request;
+      // The scripted failures apply to embeddings too, so failover over embeddings can be exercised.
+      const failure = failureFor(model);
+      if (failure) throw failure;
+      if (model !== demoModels.embed) {
+        throw new UpstreamError({
+          message: `Demo model "${model}" does not embed`,
+          kind: 'http',
+          status: 404,
+        });
+      }
+      if (dimensions !== undefined && dimensions > MAX_DEMO_EMBEDDING_DIMENSIONS) {
+        throw new UpstreamError({
+          message: `Demo provider: dimensions must be at most ${MAX_DEMO_EMBEDDING_DIMENSIONS}`,
+          kind: 'http',
+          status: 400,
+        });
+      }
+      const entries: Array<string | number[]> = input;
+      return {
+        model,
+        vectors: entries.map((entry) => demoVector(entry, dimensions ?? DEMO_EMBEDDING_DIMENSIONS)),
+        usage: {
+          inputTokens: entries.reduce<number>(
+            (sum, entry) => sum + (typeof entry === 'string' ? tokens(entry) : entry.length),
+            0,
+          ),
+          outputTokens: 0,
+          cachedInputTokens: 0,
+          cacheWriteTokens: 0,
+          reasoningTokens: 0,
+        },
       };
     },
 

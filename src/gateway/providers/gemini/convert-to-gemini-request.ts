@@ -1,4 +1,5 @@
 import type { ContentPart, GenerationRequest, InputItem } from '../../../spec/generation-request.js';
+import { UnsupportedRequestError } from '../../../spec/upstream-error.js';
 
 type GeminiPart =
   | { text: string }
@@ -24,7 +25,7 @@ const isObject = (value: unknown): value is Record<string, unknown> =>
 /** A `data:` URL as inline base64; a URL-encoded (non-base64) payload is re-encoded. */
 function inlineData(url: string): GeminiPart {
   const match = /^data:([^;,]*)((?:;[^;,]*)*),(.*)$/s.exec(url);
-  if (!match) throw new TypeError('Invalid data URL in message content');
+  if (!match) throw new UnsupportedRequestError('Invalid data URL in message content');
   const [, mediaType, parameters = '', payload = ''] = match;
   const base64 = parameters.split(';').includes('base64');
   return {
@@ -62,10 +63,14 @@ function parseArguments(item: Extract<InputItem, { type: 'function-call' }>): Re
   try {
     parsed = JSON.parse(item.arguments);
   } catch {
-    throw new TypeError(`Arguments of function call ${item.callId} (${item.name}) are not valid JSON`);
+    throw new UnsupportedRequestError(
+      `Arguments of function call ${item.callId} (${item.name}) are not valid JSON`,
+    );
   }
   if (!isObject(parsed)) {
-    throw new TypeError(`Arguments of function call ${item.callId} (${item.name}) are not a JSON object`);
+    throw new UnsupportedRequestError(
+      `Arguments of function call ${item.callId} (${item.name}) are not a JSON object`,
+    );
   }
   return parsed;
 }
@@ -124,7 +129,8 @@ function systemText(request: GenerationRequest): string | undefined {
     if (item.type !== 'message' || (item.role !== 'system' && item.role !== 'developer')) continue;
     const text = item.content
       .map((part) => {
-        if (part.type !== 'text') throw new TypeError(`Gemini takes only text in ${item.role} messages`);
+        if (part.type !== 'text')
+          throw new UnsupportedRequestError(`Gemini takes only text in ${item.role} messages`);
         return part.text;
       })
       .join('');

@@ -123,7 +123,7 @@ export function createGeminiAdapter(options: { http: UpstreamHttp }): ProviderAd
     },
 
     async *stream(call): AsyncGenerator<StreamPart> {
-      // Built before the try: a request Gemini cannot express is the caller's TypeError, not an
+      // Built before the try: a request Gemini cannot express is an UnsupportedRequestError, not an
       // upstream failure to fail over from.
       const body = JSON.stringify(convertToGeminiRequest(call.request));
       const guard = guardStream(call);

@@ -1,4 +1,5 @@
 import type { ContentPart, GenerationRequest, InputItem } from '../../../spec/generation-request.js';
+import { UnsupportedRequestError } from '../../../spec/upstream-error.js';
 
 type OpenAiContentPart =
   | { type: 'text'; text: string }
@@ -27,7 +28,9 @@ function convertPart(part: ContentPart): OpenAiContentPart {
     case 'file':
       // Chat completions take inline files only (`file_data` is a data URL); a link cannot be sent.
       if (!part.url.startsWith('data:')) {
-        throw new TypeError('The chat-completions protocol accepts files only as data: URLs, not links');
+        throw new UnsupportedRequestError(
+          'The chat-completions protocol accepts files only as data: URLs, not links',
+        );
       }
       return {
         type: 'file',
@@ -57,7 +60,9 @@ export function convertToOpenAiChatMessages(
       if (item.role === 'assistant') {
         // Assistant turns are text only in this protocol.
         if (item.content.some((part) => part.type !== 'text')) {
-          throw new TypeError('The chat-completions protocol accepts only text in assistant turns');
+          throw new UnsupportedRequestError(
+            'The chat-completions protocol accepts only text in assistant turns',
+          );
         }
         messages.push({ role: 'assistant', content: convertContent(item.content) as string });
       } else {

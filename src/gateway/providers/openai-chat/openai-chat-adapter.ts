@@ -1,3 +1,4 @@
+import type { EmbeddingResult } from '../../../spec/embedding.js';
 import type { AdapterCall, ProviderAdapter } from '../../../spec/provider-adapter.js';
 import type { GenerationResult, StreamPart } from '../../../spec/stream-part.js';
 import { UpstreamError } from '../../../spec/upstream-error.js';
@@ -13,8 +14,9 @@ import {
   readOpenAiStreamError,
   readOpenAiUsage,
 } from './openai-chat-api.js';
+import { embedWithOpenAi, type OpenAiEmbeddingsOptions } from './openai-embeddings.js';
 
-function headersFor(call: AdapterCall): Record<string, string> {
+function headersFor(call: Pick<AdapterCall, 'target'>): Record<string, string> {
   return {
     ...(call.target.apiKey ? { authorization: `Bearer ${call.target.apiKey}` } : {}),
     ...call.target.headers,
@@ -24,13 +26,17 @@ function headersFor(call: AdapterCall): Record<string, string> {
 /**
  * OpenAI chat completions, and the OpenAI-compatible family that most providers of the catalogue
  * speak. Non-streamed calls read one JSON reply; streamed calls read SSE chunks into typed parts.
+ * The same family serves `/embeddings` on the same base URL and credential.
  */
 export function createOpenAiChatAdapter(
-  options: { http: UpstreamHttp } & Partial<OpenAiChatOptions>,
+  options: { http: UpstreamHttp } & Partial<OpenAiChatOptions> & Partial<OpenAiEmbeddingsOptions>,
 ): ProviderAdapter {
   const settings: OpenAiChatOptions = {
     maxTokensField: options.maxTokensField ?? 'max_tokens',
     supportsTopK: options.supportsTopK ?? true,
+  };
+  const embeddingSettings: OpenAiEmbeddingsOptions = {
+    embeddingInputType: options.embeddingInputType ?? true,
   };
   const url = (call: AdapterCall) => `${call.target.baseUrl.replace(/\/+$/, '')}/chat/completions`;
 
@@ -65,6 +71,15 @@ export function createOpenAiChatAdapter(
         finishReason: mapOpenAiFinishReason(choice.finishReason),
         nativeFinishReason: choice.finishReason ?? null,
       };
+    },
+
+    embed(call): Promise<EmbeddingResult> {
+      return embedWithOpenAi({
+        http: options.http,
+        call,
+        headers: headersFor(call),
+        settings: embeddingSettings,
+      });
     },
 
     async *stream(call): AsyncGenerator<StreamPart> {

@@ -53,7 +53,8 @@ export function readOpenAiChoice(reply: unknown, field: 'message' | 'delta'): Op
     if (!call) return;
     const fn = asRecord(call.function);
     toolCalls.push({
-      index: typeof call.index === 'number' ? call.index : position,
+      index:
+        Number.isSafeInteger(call.index) && (call.index as number) >= 0 ? (call.index as number) : position,
       ...(asString(call.id) !== undefined ? { id: asString(call.id) } : {}),
       ...(asString(fn?.name) !== undefined ? { name: asString(fn?.name) } : {}),
       ...(asString(fn?.arguments) !== undefined ? { arguments: asString(fn?.arguments) } : {}),

@@ -4,6 +4,7 @@ import type {
   InputItem,
   ReasoningOptions,
 } from '../../../spec/generation-request.js';
+import { UnsupportedRequestError } from '../../../spec/upstream-error.js';
 
 type ResponsesInputContent =
   | { type: 'input_text'; text: string }
@@ -32,14 +33,14 @@ function convertPart(part: ContentPart): ResponsesInputContent {
     case 'audio':
       // https://platform.openai.com/docs/api-reference/responses/create: input content is text,
       // images and files only; audio input needs the chat-completions or Realtime API.
-      throw new TypeError('The OpenAI Responses API does not accept audio input');
+      throw new UnsupportedRequestError('The OpenAI Responses API does not accept audio input');
   }
 }
 
 /** Assistant turns are earlier output, which the Responses API takes as `output_text` only. */
 function convertAssistantPart(part: ContentPart): { type: 'output_text'; text: string } {
   if (part.type !== 'text') {
-    throw new TypeError(`OpenAI Responses assistant turns carry text only, not ${part.type}`);
+    throw new UnsupportedRequestError(`OpenAI Responses assistant turns carry text only, not ${part.type}`);
   }
   return { type: 'output_text', text: part.text };
 }

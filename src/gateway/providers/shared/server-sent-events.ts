@@ -7,12 +7,28 @@ import { toUpstreamError, type UpstreamResponse } from './upstream-http.js';
  * eventsource-parser's; a body that ends mid-event just ends, and the adapter decides whether the
  * stream was complete.
  */
+/** Largest single SSE event accepted from an upstream. */
+const MAX_EVENT_BYTES = 4 * 1024 * 1024;
+
 export async function* readServerSentEvents(
   body: UpstreamResponse['body'],
   signal: AbortSignal,
 ): AsyncGenerator<EventSourceMessage> {
   const pending: EventSourceMessage[] = [];
-  const parser = createParser({ onEvent: (event) => pending.push(event) });
+  const parser = createParser({
+    onEvent: (event) => pending.push(event),
+    // An upstream that sends megabytes without an event boundary is broken (or hostile); without a
+    // bound the buffer would grow for as long as it keeps sending.
+    maxBufferSize: MAX_EVENT_BYTES,
+    onError: (error) => {
+      if (error.type === 'max-buffer-size-exceeded') {
+        throw new UpstreamError({
+          message: `Upstream sent an event larger than ${MAX_EVENT_BYTES} bytes`,
+          kind: 'invalid-response',
+        });
+      }
+    },
+  });
   const decoder = new TextDecoder();
   try {
     for await (const chunk of body) {
@@ -20,6 +36,7 @@ export async function* readServerSentEvents(
       while (pending.length > 0) yield pending.shift() as EventSourceMessage;
     }
   } catch (error) {
+    if (error instanceof UpstreamError) throw error;
     throw toUpstreamError(error, signal);
   } finally {
     // Stopping early (client gone, first-token timeout) must release the upstream connection.

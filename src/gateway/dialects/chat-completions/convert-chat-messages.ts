@@ -1,0 +1,113 @@
+import type { ContentPart, InputItem } from '../../../spec/generation-request.js';
+import { invalidParameter } from '../shared/invalid-parameter.js';
+import type { ContentPartBody, MessageBody } from './chat-completions-schema.js';
+
+/**
+ * Chat messages → canonical input items. System and developer messages stay messages with their
+ * role (they are instructions; adapters decide where they go); an assistant's `tool_calls` become
+ * `function-call` items after that turn's text; `tool` messages become `function-call-output`.
+ * The schema has checked types; this checks what depends on the role.
+ */
+
+/** Links the upstream can fetch or inline data; anything else would fail later, far from its cause. */
+const isUrl = (value: string) =>
+  value.startsWith('data:') || value.startsWith('https://') || value.startsWith('http://');
+
+function userPart(part: ContentPartBody, path: string): ContentPart {
+  switch (part.type) {
+    case 'text':
+      return { type: 'text', text: part.text };
+    case 'image_url': {
+      const image = part.image_url;
+      if (!isUrl(image.url))
+        throw invalidParameter(`${path}.image_url.url`, 'must be an http(s) or data: URL');
+      // `original` is the reference's extension; providers without such a tier get `high`.
+      const detail = image.detail === 'original' ? 'high' : image.detail;
+      return detail ? { type: 'image', url: image.url, detail } : { type: 'image', url: image.url };
+    }
+    case 'file': {
+      const { file } = part;
+      if (file.file_data === undefined) {
+        if (file.file_id !== undefined)
+          throw invalidParameter(
+            `${path}.file.file_id`,
+            'is not supported: send the file inline as file.file_data',
+          );
+        throw invalidParameter(`${path}.file.file_data`, 'is required');
+      }
+      if (!isUrl(file.file_data))
+        throw invalidParameter(`${path}.file.file_data`, 'must be a data: URL or an http(s) URL');
+      return file.filename
+        ? { type: 'file', url: file.file_data, filename: file.filename }
+        : { type: 'file', url: file.file_data };
+    }
+    case 'input_audio':
+      return { type: 'audio', data: part.input_audio.data, format: part.input_audio.format };
+    case 'refusal':
+      throw invalidParameter(`${path}.type`, 'must be text, image_url, file or input_audio in user messages');
+  }
+}
+
+/** Text of a part list where only text is allowed (system, developer, tool); refusals count as text for assistants. */
+function textOf(part: ContentPartBody, path: string, role: string, allowRefusal = false): string {
+  if (part.type === 'text') return part.text;
+  if (part.type === 'refusal' && allowRefusal) return part.refusal;
+  throw invalidParameter(`${path}.type`, `must be text in ${role} messages`);
+}
+
+function contentOf(message: MessageBody, path: string): ContentPart[] {
+  const { content, role } = message;
+  if (content === undefined || content === null) {
+    if (role === 'assistant') return [];
+    throw invalidParameter(`${path}.content`, `is required for ${role} messages`);
+  }
+  if (typeof content === 'string') {
+    // An assistant turn with no text (only tool calls) sends "" rather than null in some clients.
+    return role === 'assistant' && content === '' ? [] : [{ type: 'text', text: content }];
+  }
+  return content.map((part, index): ContentPart => {
+    const at = `${path}.content.${index}`;
+    if (role === 'user') return userPart(part, at);
+    return { type: 'text', text: textOf(part, at, role, role === 'assistant') };
+  });
+}
+
+/** Every message, in order, as canonical items. Throws a 400 naming the message and field. */
+export function convertChatMessages(messages: MessageBody[]): InputItem[] {
+  const items: InputItem[] = [];
+  messages.forEach((message, index) => {
+    const path = `body.messages.${index}`;
+    switch (message.role) {
+      case 'system':
+      case 'developer':
+      case 'user':
+        items.push({ type: 'message', role: message.role, content: contentOf(message, path) });
+        return;
+      case 'assistant': {
+        const content = contentOf(message, path);
+        const calls = message.tool_calls ?? [];
+        // An empty assistant turn says nothing, and some upstreams refuse empty content: skip it.
+        if (content.length > 0) items.push({ type: 'message', role: 'assistant', content });
+        for (const call of calls) {
+          items.push({
+            type: 'function-call',
+            callId: call.id,
+            name: call.function.name,
+            arguments: call.function.arguments,
+          });
+        }
+        return;
+      }
+      case 'tool': {
+        if (message.tool_call_id === undefined)
+          throw invalidParameter(`${path}.tool_call_id`, 'is required for tool messages');
+        const output = contentOf(message, path)
+          .map((part) => (part as { text: string }).text)
+          .join('');
+        items.push({ type: 'function-call-output', callId: message.tool_call_id, output });
+        return;
+      }
+    }
+  });
+  return items;
+}

@@ -1,0 +1,123 @@
+import type { ContentPart, InputItem } from '../../../spec/generation-request.js';
+import { invalidParameter } from '../shared/invalid-parameter.js';
+import type { MessagesBody, MessagesContentBlock } from './messages-body-schema.js';
+
+type Message = MessagesBody['messages'][number];
+type BlockOf<Type extends MessagesContentBlock['type']> = Extract<MessagesContentBlock, { type: Type }>;
+
+function imagePart(block: BlockOf<'image'>): ContentPart {
+  const { source } = block;
+  return source.type === 'base64'
+    ? { type: 'image', url: `data:${source.media_type};base64,${source.data}` }
+    : { type: 'image', url: source.url };
+}
+
+/**
+ * Documents become file parts. Anthropic's base64 and URL documents are PDFs; a plain-text
+ * document travels as a text/plain data URL, which the Anthropic adapter turns back into a text
+ * document and other protocols read as a file.
+ */
+function documentPart(block: BlockOf<'document'>): ContentPart {
+  const { source } = block;
+  const part: Extract<ContentPart, { type: 'file' }> =
+    source.type === 'base64'
+      ? { type: 'file', url: `data:application/pdf;base64,${source.data}`, mediaType: 'application/pdf' }
+      : source.type === 'url'
+        ? { type: 'file', url: source.url, mediaType: 'application/pdf' }
+        : {
+            type: 'file',
+            url: `data:text/plain;base64,${Buffer.from(source.data).toString('base64')}`,
+            mediaType: 'text/plain',
+          };
+  if (typeof block.title === 'string' && block.title !== '') part.filename = block.title;
+  return part;
+}
+
+/** Canonical tool output is text; Anthropic's text blocks are paragraphs of it. */
+function toolResultText(content: BlockOf<'tool_result'>['content']): string {
+  if (content === undefined) return '';
+  if (typeof content === 'string') return content;
+  return content.map((block) => block.text).join('\n');
+}
+
+/**
+ * One Anthropic turn as canonical items, in order: runs of text, image and document blocks become
+ * messages of the turn's role, each `tool_use` a function call and each `tool_result` a function
+ * output between them. Tool calls belong to the assistant and results to the user, as Anthropic
+ * requires. Thinking blocks are dropped: their signatures only verify against the model that
+ * wrote them, and the canonical request has no item to carry them to another.
+ */
+function convertMessage(message: Message, at: string, items: InputItem[]): void {
+  const { role } = message;
+  if (typeof message.content === 'string') {
+    items.push({ type: 'message', role, content: [{ type: 'text', text: message.content }] });
+    return;
+  }
+  let parts: ContentPart[] = [];
+  const flush = () => {
+    if (parts.length > 0) items.push({ type: 'message', role, content: parts });
+    parts = [];
+  };
+  message.content.forEach((block, index) => {
+    switch (block.type) {
+      case 'text':
+        parts.push({ type: 'text', text: block.text });
+        break;
+      case 'image':
+        parts.push(imagePart(block));
+        break;
+      case 'document':
+        parts.push(documentPart(block));
+        break;
+      case 'tool_use':
+        if (role !== 'assistant') {
+          throw invalidParameter(
+            `${at}.content.${index}.type`,
+            'tool_use is only allowed in assistant messages',
+          );
+        }
+        flush();
+        items.push({
+          type: 'function-call',
+          callId: block.id,
+          name: block.name,
+          arguments: JSON.stringify(block.input ?? {}),
+        });
+        break;
+      case 'tool_result':
+        if (role !== 'user') {
+          throw invalidParameter(
+            `${at}.content.${index}.type`,
+            'tool_result is only allowed in user messages',
+          );
+        }
+        flush();
+        items.push({
+          type: 'function-call-output',
+          callId: block.tool_use_id,
+          output: toolResultText(block.content),
+        });
+        break;
+      case 'thinking':
+      case 'redacted_thinking':
+        break;
+    }
+  });
+  flush();
+}
+
+/** The body's `messages` as canonical input items. */
+export function convertMessagesInput(messages: Message[]): InputItem[] {
+  const items: InputItem[] = [];
+  messages.forEach((message, index) => {
+    convertMessage(message, `body.messages.${index}`, items);
+  });
+  return items;
+}
+
+/** The `system` prompt as one instruction text; blocks are sections of it. */
+export function systemInstructions(system: MessagesBody['system']): string | undefined {
+  if (system === undefined) return undefined;
+  const text = typeof system === 'string' ? system : system.map((block) => block.text).join('\n\n');
+  return text === '' ? undefined : text;
+}

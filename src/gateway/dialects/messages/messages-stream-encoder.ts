@@ -1,0 +1,188 @@
+import type { FinishReason } from '../../../spec/finish-reason.js';
+import type { StreamPart } from '../../../spec/stream-part.js';
+import type { GenerationFailure, GenerationInfo, GenerationSummary, StreamEncoder } from '../dialect.js';
+import type { MessagesBody } from './messages-body-schema.js';
+import { messagesErrorObject } from './messages-errors.js';
+import { messageId, messagesUsage, stopReason } from './messages-wire.js';
+
+/**
+ * Anthropic names every frame (`event: <type>`) and repeats the type in the data
+ * (https://docs.anthropic.com/en/docs/build-with-claude/streaming); SDKs dispatch on the event line.
+ */
+const frame = (event: { type: string } & Record<string, unknown>) =>
+  `event: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
+
+type OpenBlock =
+  | { kind: 'text' }
+  | { kind: 'thinking' }
+  | { kind: 'tool'; toolIndex: number; ended: boolean };
+
+/** Parts that write into content blocks; the rest (usage, finish, metadata, error) never wait. */
+const isContent = (part: StreamPart) =>
+  part.type === 'text-delta' ||
+  part.type === 'reasoning-delta' ||
+  part.type === 'tool-call-start' ||
+  part.type === 'tool-call-delta' ||
+  part.type === 'tool-call-end';
+
+/**
+ * The Messages stream: `message_start`, content blocks (`content_block_start`, deltas,
+ * `content_block_stop`, one block open at a time, indexes from 0), then `message_delta` with the
+ * stop reason and usage, and `message_stop`. No `data: [DONE]` follows: Anthropic never sends one
+ * and `message_stop` is what every Anthropic client ends on (the official TypeScript SDK would
+ * skip a data-only frame, but hand-written clients that parse every `data:` line would not).
+ *
+ * Anthropic blocks never interleave, while canonical tool calls may (an OpenAI-compatible upstream
+ * can start call 1 before call 0's arguments are complete, and ends them all at the finish). So
+ * while a tool block is open and its call has not ended, content for anything else is held back
+ * and replayed once the call ends: each block is then complete and in order, at the cost of
+ * delaying a later call's arguments until the earlier call ends.
+ */
+export function createMessagesStreamEncoder(body: MessagesBody, info: GenerationInfo): StreamEncoder {
+  const id = messageId(info.id);
+  let nextIndex = 0;
+  let open: OpenBlock | null = null;
+  let held: StreamPart[] = [];
+  let sawToolCall = false;
+  let finish: { reason: FinishReason; native: string | null } | null = null;
+  /** Tool calls that have had their block; a repeated start must not open a second one. */
+  const openedTools = new Set<number>();
+
+  const close = (): string => {
+    if (open === null) return '';
+    open = null;
+    return frame({ type: 'content_block_stop', index: nextIndex - 1 });
+  };
+
+  const openBlock = (block: OpenBlock, contentBlock: Record<string, unknown>): string => {
+    const closing = close();
+    open = block;
+    return `${closing}${frame({ type: 'content_block_start', index: nextIndex++, content_block: contentBlock })}`;
+  };
+
+  const delta = (payload: Record<string, unknown>) =>
+    frame({ type: 'content_block_delta', index: nextIndex - 1, delta: payload });
+
+  /** Writes one part, assuming no open tool call is waiting for it to be held back. */
+  const apply = (part: StreamPart): string => {
+    switch (part.type) {
+      case 'text-delta':
+        if (part.delta === '') return '';
+        return (
+          (open?.kind === 'text' ? '' : openBlock({ kind: 'text' }, { type: 'text', text: '' })) +
+          delta({ type: 'text_delta', text: part.delta })
+        );
+      case 'reasoning-delta':
+        if (part.delta === '') return '';
+        return (
+          (open?.kind === 'thinking'
+            ? ''
+            : openBlock({ kind: 'thinking' }, { type: 'thinking', thinking: '', signature: '' })) +
+          delta({ type: 'thinking_delta', thinking: part.delta })
+        );
+      case 'tool-call-start':
+        if (openedTools.has(part.index)) return '';
+        openedTools.add(part.index);
+        sawToolCall = true;
+        return openBlock(
+          { kind: 'tool', toolIndex: part.index, ended: false },
+          { type: 'tool_use', id: part.callId, name: part.name, input: {} },
+        );
+      case 'tool-call-delta':
+        if (open?.kind !== 'tool' || open.toolIndex !== part.index || part.argumentsDelta === '') return '';
+        return delta({ type: 'input_json_delta', partial_json: part.argumentsDelta });
+      case 'tool-call-end':
+        if (open?.kind !== 'tool' || open.toolIndex !== part.index) return '';
+        // The block stays open until something else starts, as Anthropic's blocks do.
+        open.ended = true;
+        return replayHeld();
+      case 'finish':
+        finish = { reason: part.reason, native: part.nativeReason };
+        return '';
+      default:
+        return '';
+    }
+  };
+
+  const waiting = () => open?.kind === 'tool' && !open.ended;
+
+  const accept = (part: StreamPart): string => {
+    if (waiting() && isContent(part)) {
+      const toolIndex = (open as Extract<OpenBlock, { kind: 'tool' }>).toolIndex;
+      const forOpenCall =
+        (part.type === 'tool-call-delta' || part.type === 'tool-call-end') && part.index === toolIndex;
+      if (!forOpenCall) {
+        held.push(part);
+        return '';
+      }
+    }
+    return apply(part);
+  };
+
+  const replayHeld = (): string => {
+    const replay = held;
+    held = [];
+    let out = '';
+    for (const part of replay) out += accept(part);
+    return out;
+  };
+
+  /** At the end nothing more will arrive: whatever was held is written, calls treated as ended. */
+  const flush = (): string => {
+    let out = '';
+    while (held.length > 0) {
+      if (open?.kind === 'tool') open.ended = true;
+      out += replayHeld();
+    }
+    return out + close();
+  };
+
+  return {
+    start() {
+      return frame({
+        type: 'message_start',
+        message: {
+          id,
+          type: 'message',
+          role: 'assistant',
+          model: info.model,
+          content: [],
+          stop_reason: null,
+          stop_sequence: null,
+          // Counts arrive with the last part; message_delta carries them all.
+          usage: {
+            input_tokens: 0,
+            output_tokens: 0,
+            cache_creation_input_tokens: 0,
+            cache_read_input_tokens: 0,
+          },
+          provider: info.providerName,
+        },
+      });
+    },
+    part: accept,
+    end(summary: GenerationSummary) {
+      const closing = flush();
+      const stop = stopReason({
+        body,
+        finishReason: finish?.reason ?? 'stop',
+        nativeFinishReason: finish?.native ?? null,
+        hasToolCalls: sawToolCall,
+      });
+      const stopEvent: { type: 'message_stop'; switchyard_metadata?: Record<string, unknown> } = {
+        type: 'message_stop',
+      };
+      if (summary.metadata !== null) stopEvent.switchyard_metadata = summary.metadata;
+      return `${closing}${frame({ type: 'message_delta', delta: stop, usage: messagesUsage(summary) })}${frame(stopEvent)}`;
+    },
+    fail(failure: GenerationFailure, summary: GenerationSummary) {
+      const closing = flush();
+      const event: { type: 'error'; error: unknown; switchyard_metadata?: Record<string, unknown> } = {
+        type: 'error',
+        error: messagesErrorObject(failure),
+      };
+      if (summary.metadata !== null) event.switchyard_metadata = summary.metadata;
+      return `${closing}${frame(event)}`;
+    },
+  };
+}

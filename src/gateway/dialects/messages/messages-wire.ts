@@ -1,0 +1,81 @@
+import type { FinishReason } from '../../../spec/finish-reason.js';
+import type { GenerationSummary } from '../dialect.js';
+import { billedCost } from '../shared/usage-cost.js';
+import type { MessagesBody } from './messages-body-schema.js';
+
+/**
+ * Pieces of the Messages reply shared by the JSON result and the stream: the message id, usage
+ * with cost, and the stop reason.
+ */
+
+/** `msg_…` from the generation id `gen-…`, so a message id leads back to its generation. */
+export function messageId(generationId: string): string {
+  return `msg_${generationId.startsWith('gen-') ? generationId.slice(4) : generationId}`;
+}
+
+export interface MessagesUsage {
+  input_tokens: number;
+  output_tokens: number;
+  cache_creation_input_tokens: number;
+  cache_read_input_tokens: number;
+  /** USD. */
+  cost: number;
+  is_byok: boolean;
+}
+
+/**
+ * Anthropic's `input_tokens` counts only the prompt tokens that were neither read from nor written
+ * to the cache; canonical `inputTokens` is the whole prompt with both as subsets.
+ */
+export function messagesUsage(summary: GenerationSummary): MessagesUsage {
+  const { usage } = summary;
+  return {
+    input_tokens: Math.max(0, usage.inputTokens - usage.cachedInputTokens - usage.cacheWriteTokens),
+    output_tokens: usage.outputTokens,
+    cache_creation_input_tokens: usage.cacheWriteTokens,
+    cache_read_input_tokens: usage.cachedInputTokens,
+    ...billedCost(summary),
+  };
+}
+
+/** Anthropic's stop reasons; an upstream that speaks them (Anthropic, Bedrock) is passed through. */
+const ANTHROPIC_STOP_REASONS = new Set([
+  'end_turn',
+  'max_tokens',
+  'stop_sequence',
+  'tool_use',
+  'pause_turn',
+  'refusal',
+  'model_context_window_exceeded',
+]);
+
+export interface StopReason {
+  stop_reason: string;
+  stop_sequence: string | null;
+}
+
+/**
+ * The stop reason a Messages client acts on. A turn that produced tool calls stops with
+ * `tool_use` whatever the upstream said (some report a plain stop), because agent loops run the
+ * tools only on `tool_use`. `stop_sequence` names the sequence only when the request had exactly
+ * one, since the upstreams do not say which matched.
+ */
+export function stopReason(options: {
+  body: MessagesBody;
+  finishReason: FinishReason;
+  nativeFinishReason: string | null;
+  hasToolCalls: boolean;
+}): StopReason {
+  const { finishReason, nativeFinishReason, hasToolCalls } = options;
+  let reason: string;
+  if (nativeFinishReason !== null && ANTHROPIC_STOP_REASONS.has(nativeFinishReason))
+    reason = nativeFinishReason;
+  else if (finishReason === 'length') reason = 'max_tokens';
+  else if (finishReason === 'tool-calls') reason = 'tool_use';
+  else if (finishReason === 'content-filter') reason = 'refusal';
+  else reason = 'end_turn';
+  if (hasToolCalls && (reason === 'end_turn' || reason === 'stop_sequence')) reason = 'tool_use';
+  const sequences = options.body.stop_sequences;
+  const sequence = reason === 'stop_sequence' && sequences?.length === 1 ? (sequences[0] as string) : null;
+  return { stop_reason: reason, stop_sequence: sequence };
+}

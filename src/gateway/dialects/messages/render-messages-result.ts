@@ -1,0 +1,72 @@
+import type { GenerationResult } from '../../../spec/stream-part.js';
+import type { GenerationInfo, GenerationSummary } from '../dialect.js';
+import type { MessagesBody } from './messages-body-schema.js';
+import { type MessagesUsage, messageId, messagesUsage, stopReason } from './messages-wire.js';
+
+export type MessagesResultBlock =
+  /** No signature: the canonical result does not carry one, and Anthropic SDKs accept ''. */
+  | { type: 'thinking'; thinking: string; signature: string }
+  | { type: 'text'; text: string }
+  | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> };
+
+export interface MessagesResult {
+  id: string;
+  type: 'message';
+  role: 'assistant';
+  model: string;
+  content: MessagesResultBlock[];
+  stop_reason: string;
+  stop_sequence: string | null;
+  usage: MessagesUsage;
+  /** The display name of the provider that answered (the reference adds it to Anthropic's shape). */
+  provider: string;
+  switchyard_metadata?: Record<string, unknown>;
+}
+
+/**
+ * Anthropic's `input` is a JSON object; arguments a model wrote that are not one (cut off by
+ * max_tokens, or malformed) become `{}` so the reply still parses in a typed client.
+ */
+export function toolInput(argumentsText: string): Record<string, unknown> {
+  try {
+    const input: unknown = JSON.parse(argumentsText);
+    if (typeof input === 'object' && input !== null && !Array.isArray(input)) {
+      return input as Record<string, unknown>;
+    }
+  } catch {
+    // Not JSON: fall through to the empty object.
+  }
+  return {};
+}
+
+/** A whole generation as an Anthropic `message`: thinking first, then text, then tool calls. */
+export function renderMessagesResult(
+  body: MessagesBody,
+  info: GenerationInfo,
+  result: GenerationResult,
+  summary: GenerationSummary,
+): MessagesResult {
+  const content: MessagesResultBlock[] = [];
+  if (result.reasoning !== '') content.push({ type: 'thinking', thinking: result.reasoning, signature: '' });
+  if (result.text !== '') content.push({ type: 'text', text: result.text });
+  for (const call of result.toolCalls) {
+    content.push({ type: 'tool_use', id: call.callId, name: call.name, input: toolInput(call.arguments) });
+  }
+  const rendered: MessagesResult = {
+    id: messageId(info.id),
+    type: 'message',
+    role: 'assistant',
+    model: info.model,
+    content,
+    ...stopReason({
+      body,
+      finishReason: result.finishReason,
+      nativeFinishReason: result.nativeFinishReason,
+      hasToolCalls: result.toolCalls.length > 0,
+    }),
+    usage: messagesUsage(summary),
+    provider: info.providerName,
+  };
+  if (summary.metadata !== null) rendered.switchyard_metadata = summary.metadata;
+  return rendered;
+}

@@ -1,0 +1,210 @@
+import type { ContentPart, InputItem } from '../../../spec/generation-request.js';
+import { invalidParameter } from '../shared/invalid-parameter.js';
+import type { ResponsesInputItem } from './responses-body-schema.js';
+
+/**
+ * `input` → canonical input items. Ajv has only checked that `input` is text or an array of
+ * objects; every item rule is checked here so the 400 can name the exact item and field
+ * (`body.input.2.content.0.image_url is required`).
+ *
+ * Accepted: messages (`type` absent or `message`; roles user, assistant, system, developer;
+ * content as text or parts), `function_call`, `function_call_output`. `reasoning` items from an
+ * earlier turn are dropped: the canonical request has no place for them and providers that need
+ * reasoning continuity need it encrypted, which only the original provider can read.
+ */
+export function convertResponsesInput(input: string | ResponsesInputItem[]): InputItem[] {
+  if (typeof input === 'string') {
+    if (input.length === 0) throw invalidParameter('body.input', 'must not be empty');
+    return [{ type: 'message', role: 'user', content: [{ type: 'text', text: input }] }];
+  }
+  if (input.length === 0) throw invalidParameter('body.input', 'must not be empty');
+  const items: InputItem[] = [];
+  input.forEach((item, index) => {
+    const converted = convertItem(item, `body.input.${index}`);
+    if (converted) items.push(converted);
+  });
+  if (items.length === 0) throw invalidParameter('body.input', 'must contain at least one message');
+  return items;
+}
+
+const ROLES = ['user', 'assistant', 'system', 'developer'] as const;
+type Role = (typeof ROLES)[number];
+
+function convertItem(item: ResponsesInputItem, path: string): InputItem | null {
+  const type = item.type;
+  if (type === undefined || type === 'message') return convertMessage(item, path);
+  switch (type) {
+    case 'function_call':
+      return {
+        type: 'function-call',
+        callId: requiredText(item, 'call_id', path),
+        name: requiredText(item, 'name', path),
+        arguments: text(item, 'arguments', path),
+      };
+    case 'function_call_output':
+      return {
+        type: 'function-call-output',
+        callId: requiredText(item, 'call_id', path),
+        output: functionOutput(item.output, `${path}.output`),
+      };
+    case 'reasoning':
+      return null;
+    case 'item_reference':
+      throw invalidParameter(
+        `${path}.type`,
+        "'item_reference' is not supported: responses are not stored, send the item itself",
+      );
+    default:
+      throw invalidParameter(
+        `${path}.type`,
+        `${JSON.stringify(type)} is not supported; use message, function_call or function_call_output`,
+      );
+  }
+}
+
+function convertMessage(item: ResponsesInputItem, path: string): InputItem | null {
+  const role = item.role;
+  if (role === undefined) throw invalidParameter(`${path}.role`, 'is required');
+  if (!ROLES.includes(role as Role))
+    throw invalidParameter(`${path}.role`, `must be one of: ${ROLES.join(', ')}`);
+  const content = item.content;
+  if (typeof content === 'string') {
+    return { type: 'message', role: role as Role, content: [{ type: 'text', text: content }] };
+  }
+  // An assistant turn that only carried tool calls may come back with null content.
+  if ((content === null || content === undefined) && role === 'assistant') return null;
+  if (!Array.isArray(content)) {
+    throw invalidParameter(`${path}.content`, 'must be a string or an array of content parts');
+  }
+  return {
+    type: 'message',
+    role: role as Role,
+    content: content.map((part, index) => convertPart(part, `${path}.content.${index}`)),
+  };
+}
+
+const PART_TYPES = ['input_text', 'input_image', 'input_file', 'input_audio', 'output_text', 'refusal'];
+
+function convertPart(part: unknown, path: string): ContentPart {
+  if (!isObject(part)) throw invalidParameter(path, 'must be object');
+  switch (part.type) {
+    case 'input_text':
+    case 'output_text':
+      return { type: 'text', text: text(part, 'text', path) };
+    case 'refusal':
+      return { type: 'text', text: text(part, 'refusal', path) };
+    case 'input_image':
+      return convertImage(part, path);
+    case 'input_file':
+      return convertFile(part, path);
+    case 'input_audio': {
+      const audio = part.input_audio;
+      if (!isObject(audio)) throw invalidParameter(`${path}.input_audio`, 'is required');
+      return {
+        type: 'audio',
+        data: requiredText(audio, 'data', `${path}.input_audio`),
+        format: requiredText(audio, 'format', `${path}.input_audio`),
+      };
+    }
+    default:
+      if (part.type === undefined) throw invalidParameter(`${path}.type`, 'is required');
+      throw invalidParameter(`${path}.type`, `must be one of: ${PART_TYPES.join(', ')}`);
+  }
+}
+
+const DETAILS = ['auto', 'low', 'high', 'original'];
+
+function convertImage(part: Record<string, unknown>, path: string): ContentPart {
+  const url = part.image_url;
+  if (typeof url !== 'string' || url.length === 0) {
+    if (part.file_id != null) {
+      throw invalidParameter(
+        `${path}.file_id`,
+        'is not supported: send the image as image_url (an https or data URL)',
+      );
+    }
+    throw invalidParameter(`${path}.image_url`, 'is required');
+  }
+  const detail = part.detail;
+  if (detail === undefined || detail === null) return { type: 'image', url };
+  if (typeof detail !== 'string' || !DETAILS.includes(detail)) {
+    throw invalidParameter(`${path}.detail`, `must be one of: ${DETAILS.join(', ')}`);
+  }
+  // `original` (full resolution) has no canonical level; `high` is the closest one.
+  return { type: 'image', url, detail: detail === 'original' ? 'high' : (detail as 'auto' | 'low' | 'high') };
+}
+
+const MEDIA_TYPES: Record<string, string> = {
+  pdf: 'application/pdf',
+  txt: 'text/plain',
+  md: 'text/markdown',
+  csv: 'text/csv',
+  json: 'application/json',
+  html: 'text/html',
+};
+
+function convertFile(part: Record<string, unknown>, path: string): ContentPart {
+  const filename = optionalText(part, 'filename', path);
+  const named = filename ? { filename } : {};
+  if (typeof part.file_data === 'string' && part.file_data.length > 0) {
+    const data = part.file_data;
+    if (data.startsWith('data:')) {
+      const mediaType = /^data:([^;,]+)/.exec(data)?.[1];
+      return { type: 'file', url: data, ...(mediaType ? { mediaType } : {}), ...named };
+    }
+    // Bare base64, as some clients send it: the type comes from the file name, PDF when unknown.
+    const extension = filename?.split('.').pop()?.toLowerCase() ?? '';
+    const mediaType = MEDIA_TYPES[extension] ?? 'application/pdf';
+    return { type: 'file', url: `data:${mediaType};base64,${data}`, mediaType, ...named };
+  }
+  if (typeof part.file_url === 'string' && part.file_url.length > 0) {
+    return { type: 'file', url: part.file_url, ...named };
+  }
+  if (part.file_id != null) {
+    throw invalidParameter(`${path}.file_id`, 'is not supported: send the file as file_data or file_url');
+  }
+  throw invalidParameter(path, 'must have file_data or file_url');
+}
+
+/** A function's result as text: a string, or the text parts of an array joined. */
+function functionOutput(output: unknown, path: string): string {
+  if (typeof output === 'string') return output;
+  if (!Array.isArray(output))
+    throw invalidParameter(path, 'must be a string or an array of input_text parts');
+  return output
+    .map((part, index) => {
+      const partPath = `${path}.${index}`;
+      if (!isObject(part)) throw invalidParameter(partPath, 'must be object');
+      if (part.type !== 'input_text' && part.type !== 'output_text') {
+        throw invalidParameter(
+          `${partPath}.type`,
+          'is not supported in a function_call_output; only input_text is',
+        );
+      }
+      return text(part, 'text', partPath);
+    })
+    .join('');
+}
+
+function text(item: Record<string, unknown>, field: string, path: string): string {
+  const value = item[field];
+  if (value === undefined) throw invalidParameter(`${path}.${field}`, 'is required');
+  if (typeof value !== 'string') throw invalidParameter(`${path}.${field}`, 'must be string');
+  return value;
+}
+
+function requiredText(item: Record<string, unknown>, field: string, path: string): string {
+  const value = text(item, field, path);
+  if (value.length === 0) throw invalidParameter(`${path}.${field}`, 'must not be empty');
+  return value;
+}
+
+function optionalText(item: Record<string, unknown>, field: string, path: string): string | undefined {
+  const value = item[field];
+  if (value === undefined || value === null) return undefined;
+  if (typeof value !== 'string') throw invalidParameter(`${path}.${field}`, 'must be string');
+  return value;
+}
+
+const isObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);

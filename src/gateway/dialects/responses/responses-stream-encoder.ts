@@ -1,0 +1,291 @@
+import type { FinishReason } from '../../../spec/finish-reason.js';
+import type { StreamPart } from '../../../spec/stream-part.js';
+import type { GenerationFailure, GenerationInfo, GenerationSummary, StreamEncoder } from '../dialect.js';
+import {
+  CUT_AT_MAX_OUTPUT_TOKENS,
+  echoRequest,
+  type FunctionCallItem,
+  finishedResponse,
+  type ItemStatus,
+  inProgressResponse,
+  itemIds,
+  lastItemStatus,
+  type MessageItem,
+  type Outcome,
+  type OutputItem,
+  outcomeOfFinish,
+  type ReasoningItem,
+  type ResponseEcho,
+} from './response-object.js';
+import type { ResponsesBody } from './responses-body-schema.js';
+import { isLengthFailure, responsesErrorCode } from './responses-errors.js';
+
+/**
+ * Canonical stream parts → the Responses event stream (reference §1.3): `data: <json>` frames
+ * only, each event numbered by `sequence_number` from 0, ending with `data: [DONE]`.
+ *
+ * One output item is open at a time. Reasoning opens a `reasoning` item (its text travels as
+ * `reasoning_text`), text opens a `message`, each tool call a `function_call`; when another item
+ * starts, the open one is closed with its done events. The final `response.completed`
+ * (`incomplete`, `failed`) carries every item again, with usage and cost. Delta frames are built
+ * as strings around one `JSON.stringify` of the delta: this runs once per upstream chunk.
+ */
+export function createResponsesStreamEncoder(body: ResponsesBody, info: GenerationInfo): StreamEncoder {
+  return new ResponsesStreamEncoder(echoRequest(body), info);
+}
+
+interface OpenText {
+  kind: 'message' | 'reasoning';
+  id: string;
+  /** The id as JSON, spliced into every delta frame. */
+  idJson: string;
+  outputIndex: number;
+  text: string;
+}
+
+interface OpenCall {
+  kind: 'function_call';
+  idJson: string;
+  outputIndex: number;
+  index: number;
+  item: FunctionCallItem;
+}
+
+type OpenItem = OpenText | OpenCall;
+
+const DONE = 'data: [DONE]\n\n';
+
+class ResponsesStreamEncoder implements StreamEncoder {
+  readonly #echo: ResponseEcho;
+  readonly #info: GenerationInfo;
+  readonly #ids: ReturnType<typeof itemIds>;
+  #sequence = 0;
+  /** Closed items, in output order. */
+  readonly #output: OutputItem[] = [];
+  #outputText = '';
+  #open: OpenItem | null = null;
+  #messages = 0;
+  #reasonings = 0;
+  /** Every tool call by its stream index, kept after closing so a late delta still counts. */
+  readonly #calls = new Map<number, FunctionCallItem>();
+  #finish: FinishReason | null = null;
+  #ended = false;
+
+  constructor(echo: ResponseEcho, info: GenerationInfo) {
+    this.#echo = echo;
+    this.#info = info;
+    this.#ids = itemIds(info.id);
+  }
+
+  start(): string {
+    const response = JSON.stringify(inProgressResponse(this.#info, this.#echo));
+    return this.#lifecycle('response.created', response) + this.#lifecycle('response.in_progress', response);
+  }
+
+  part(part: StreamPart): string {
+    if (this.#ended) return '';
+    switch (part.type) {
+      case 'text-delta':
+        return part.delta ? this.#textDelta('message', part.delta) : '';
+      case 'reasoning-delta':
+        return part.delta ? this.#textDelta('reasoning', part.delta) : '';
+      case 'tool-call-start':
+        return this.#callStart(part.index, part.callId, part.name);
+      case 'tool-call-delta':
+        return this.#callDelta(part.index, part.argumentsDelta);
+      case 'tool-call-end':
+        return this.#open?.kind === 'function_call' && this.#open.index === part.index
+          ? this.#close('completed')
+          : '';
+      case 'finish':
+        this.#finish = part.reason;
+        return '';
+      default:
+        // response-metadata and usage are known from the summary at the end; an error part
+        // reaches the client through fail().
+        return '';
+    }
+  }
+
+  end(summary: GenerationSummary): string {
+    return this.#ended ? '' : this.#terminate(outcomeOfFinish(this.#finish), summary);
+  }
+
+  fail(failure: GenerationFailure, summary: GenerationSummary): string {
+    if (this.#ended) return '';
+    const outcome: Outcome = isLengthFailure(failure)
+      ? CUT_AT_MAX_OUTPUT_TOKENS
+      : {
+          status: 'failed',
+          incompleteDetails: null,
+          error: { code: responsesErrorCode(failure.errorType), message: failure.message },
+          errorType: failure.errorType,
+        };
+    return this.#terminate(outcome, summary);
+  }
+
+  #terminate(outcome: Outcome, summary: GenerationSummary): string {
+    const closing = this.#close(lastItemStatus(outcome));
+    this.#ended = true;
+    const response = finishedResponse({
+      info: this.#info,
+      echo: this.#echo,
+      outcome,
+      output: this.#output,
+      outputText: this.#outputText,
+      summary,
+    });
+    return `${closing}${this.#lifecycle(`response.${outcome.status}`, JSON.stringify(response))}${DONE}`;
+  }
+
+  #textDelta(kind: OpenText['kind'], delta: string): string {
+    let frames = '';
+    const current = this.#open;
+    let open: OpenText;
+    if (current && current.kind !== 'function_call' && current.kind === kind) {
+      open = current;
+    } else {
+      frames = this.#close('completed');
+      const opened = this.#openText(kind);
+      frames += opened.frames;
+      open = opened.item;
+    }
+    open.text += delta;
+    if (kind === 'message') {
+      this.#outputText += delta;
+      return `${frames}data: {"type":"response.output_text.delta","sequence_number":${this.#sequence++},"item_id":${open.idJson},"output_index":${open.outputIndex},"content_index":0,"delta":${JSON.stringify(delta)},"logprobs":[]}\n\n`;
+    }
+    return `${frames}data: {"type":"response.reasoning_text.delta","sequence_number":${this.#sequence++},"item_id":${open.idJson},"output_index":${open.outputIndex},"content_index":0,"delta":${JSON.stringify(delta)}}\n\n`;
+  }
+
+  #openText(kind: OpenText['kind']): { item: OpenText; frames: string } {
+    const id =
+      kind === 'message' ? this.#ids.message(this.#messages++) : this.#ids.reasoning(this.#reasonings++);
+    const item: OpenText = {
+      kind,
+      id,
+      idJson: JSON.stringify(id),
+      outputIndex: this.#output.length,
+      text: '',
+    };
+    this.#open = item;
+    const added: MessageItem | ReasoningItem =
+      kind === 'message'
+        ? { type: 'message', id, role: 'assistant', status: 'in_progress', content: [] }
+        : { type: 'reasoning', id, status: 'in_progress', summary: [], content: [] };
+    const part =
+      kind === 'message'
+        ? { type: 'output_text', text: '', annotations: [] }
+        : { type: 'reasoning_text', text: '' };
+    const frames =
+      this.#event('response.output_item.added', { output_index: item.outputIndex, item: added }) +
+      this.#event('response.content_part.added', {
+        item_id: id,
+        output_index: item.outputIndex,
+        content_index: 0,
+        part,
+      });
+    return { item, frames };
+  }
+
+  #callStart(index: number, callId: string, name: string): string {
+    if (this.#calls.has(index)) return '';
+    let frames = this.#close('completed');
+    const id = this.#ids.functionCall(index);
+    const item: FunctionCallItem = {
+      type: 'function_call',
+      id,
+      call_id: callId,
+      name,
+      arguments: '',
+      status: 'in_progress',
+    };
+    this.#calls.set(index, item);
+    const outputIndex = this.#output.length;
+    this.#open = { kind: 'function_call', idJson: JSON.stringify(id), outputIndex, index, item };
+    frames += this.#event('response.output_item.added', { output_index: outputIndex, item });
+    return frames;
+  }
+
+  #callDelta(index: number, delta: string): string {
+    const open = this.#open;
+    if (open?.kind === 'function_call' && open.index === index) {
+      if (!delta) return '';
+      open.item.arguments += delta;
+      return `data: {"type":"response.function_call_arguments.delta","sequence_number":${this.#sequence++},"item_id":${open.idJson},"output_index":${open.outputIndex},"delta":${JSON.stringify(delta)}}\n\n`;
+    }
+    // A delta for a call already closed (another item started since): its events are written, so
+    // the arguments only complete the final response.
+    const closed = this.#calls.get(index);
+    if (closed) closed.arguments += delta;
+    return '';
+  }
+
+  /** Closes the open item with its done events and moves it to the output. */
+  #close(status: ItemStatus): string {
+    const open = this.#open;
+    if (!open) return '';
+    this.#open = null;
+    const outputIndex = open.outputIndex;
+    if (open.kind === 'function_call') {
+      const item = open.item;
+      item.status = status;
+      this.#output.push(item);
+      return (
+        this.#event('response.function_call_arguments.done', {
+          item_id: item.id,
+          output_index: outputIndex,
+          name: item.name,
+          arguments: item.arguments,
+        }) + this.#event('response.output_item.done', { output_index: outputIndex, item })
+      );
+    }
+    const { id, text } = open;
+    let frames: string;
+    let item: OutputItem;
+    if (open.kind === 'message') {
+      const part = { type: 'output_text' as const, text, annotations: [] };
+      item = { type: 'message', id, role: 'assistant', status, content: [part] };
+      frames =
+        this.#event('response.output_text.done', {
+          item_id: id,
+          output_index: outputIndex,
+          content_index: 0,
+          text,
+          logprobs: [],
+        }) +
+        this.#event('response.content_part.done', {
+          item_id: id,
+          output_index: outputIndex,
+          content_index: 0,
+          part,
+        });
+    } else {
+      const part = { type: 'reasoning_text' as const, text };
+      item = { type: 'reasoning', id, status, summary: [], content: [part] };
+      frames =
+        this.#event('response.reasoning_text.done', {
+          item_id: id,
+          output_index: outputIndex,
+          content_index: 0,
+          text,
+        }) +
+        this.#event('response.content_part.done', {
+          item_id: id,
+          output_index: outputIndex,
+          content_index: 0,
+          part,
+        });
+    }
+    this.#output.push(item);
+    return frames + this.#event('response.output_item.done', { output_index: outputIndex, item });
+  }
+
+  #event(type: string, fields: Record<string, unknown>): string {
+    return `data: ${JSON.stringify({ type, sequence_number: this.#sequence++, ...fields })}\n\n`;
+  }
+
+  #lifecycle(type: string, responseJson: string): string {
+    return `data: {"type":"${type}","sequence_number":${this.#sequence++},"response":${responseJson}}\n\n`;
+  }
+}

@@ -1,0 +1,93 @@
+import type { FastifyInstance } from 'fastify';
+import type { Redis } from 'ioredis';
+import type { KeyCache } from '../admin/keys/key-cache.js';
+import { createCreditBalance } from '../billing/credit-balance.js';
+import type { CreditLedger } from '../billing/credit-ledger.js';
+import type { GenerationLog, GenerationRecordInput } from '../billing/generation-log.js';
+import { createMemorySpendCounters, type SpendCounters } from '../billing/spend-counters.js';
+import { createRedisSpendCounters } from '../billing/spend-counters-redis.js';
+import type { Catalog } from '../catalog/catalog.js';
+import { createEndpointHealth } from '../catalog/endpoint-health.js';
+import type { Config } from '../config/config-schema.js';
+import type { Clock } from '../platform/clock.js';
+import type { Dialect } from './dialects/dialect.js';
+import { registerDialectRoute, registerEmbeddingsRoute } from './dialects/dialect-routes.js';
+import { createGenerationService } from './pipeline/generation-service.js';
+import { createAttemptPlanner } from './pipeline/plan-attempts.js';
+import { createSessionRoutes } from './pipeline/session-routes.js';
+import { createAdapters } from './providers/provider-protocols.js';
+import { createUpstreamHttp } from './providers/shared/upstream-http.js';
+
+/**
+ * Assembles the data plane: upstream HTTP client and adapters, endpoint health, the attempt
+ * planner, spend counters (shared through Redis when configured), and the generation service;
+ * `register` mounts the inference surfaces under the API prefix.
+ */
+export async function createInference(options: {
+  config: Config;
+  clock: Clock;
+  catalog: Catalog;
+  keyCache: KeyCache;
+  credits: CreditLedger;
+  log: GenerationLog;
+  redis: Redis | null;
+  onRedisError: (error: unknown) => void;
+  /** Reports a failed background refresh of the account's credit totals. */
+  onCreditRefreshError: (error: unknown) => void;
+  dialects: Array<{ path: string; dialect: Dialect; tag: string; summary: string }>;
+  /** Sees every generation record as it is queued (metrics). */
+  onGeneration?: (record: GenerationRecordInput) => void;
+}) {
+  const { config, clock, catalog } = options;
+  const now = () => clock.now().getTime();
+  const http = createUpstreamHttp();
+  const health = createEndpointHealth({ now });
+  const counters: SpendCounters = options.redis
+    ? createRedisSpendCounters({
+        redis: options.redis,
+        prefix: config.redis_prefix,
+        now,
+        onError: options.onRedisError,
+      })
+    : createMemorySpendCounters({ now });
+  const credits = await createCreditBalance(options.credits, options.onCreditRefreshError);
+  const service = createGenerationService({
+    config,
+    clock,
+    planner: createAttemptPlanner({ catalog, config, health }),
+    adapters: createAdapters(http),
+    health,
+    sessions: createSessionRoutes({ now }),
+    counters,
+    credits,
+    log: options.onGeneration
+      ? {
+          ...options.log,
+          record: (record: GenerationRecordInput) => {
+            options.log.record(record);
+            options.onGeneration?.(record);
+          },
+        }
+      : options.log,
+    addKeyUsage: (hash, amount) => {
+      // The cached usage only keeps limits current between loads; when the key is being reloaded
+      // and that load fails, the next load reads the recorded spend from the database anyway. A
+      // rejection here must not become an unhandled one (which would end the process).
+      options.keyCache.addUsage(hash, amount).catch(() => {});
+    },
+  });
+  return {
+    service,
+    health,
+    counters,
+    credits,
+    register(api: FastifyInstance) {
+      for (const surface of options.dialects) registerDialectRoute(api, { ...surface, service });
+      registerEmbeddingsRoute(api, service);
+    },
+    async close() {
+      credits.close();
+      await http.close();
+    },
+  };
+}

@@ -1,0 +1,845 @@
+import { randomBytes } from 'node:crypto';
+import type { CreditBalance } from '../../billing/credit-balance.js';
+import { type EndpointPricing, generationCost, worstCaseCost } from '../../billing/generation-cost.js';
+import type {
+  GenerationAttempt,
+  GenerationLog,
+  GenerationRecordInput,
+} from '../../billing/generation-log.js';
+import type { Reservation, SpendCounters } from '../../billing/spend-counters.js';
+import type { EndpointHealth } from '../../catalog/endpoint-health.js';
+import { providerBase } from '../../catalog/provider-base.js';
+import type { Config } from '../../config/config-schema.js';
+import { AppError, errorKinds } from '../../errors/app-error.js';
+import { errorTypeForStatus } from '../../errors/error-types.js';
+import type { Clock } from '../../platform/clock.js';
+import type { EmbeddingRequest, EmbeddingResult } from '../../spec/embedding.js';
+import type { GenerationRequest } from '../../spec/generation-request.js';
+import type { Timeouts } from '../../spec/provider-adapter.js';
+import type { GenerationResult, StreamPart } from '../../spec/stream-part.js';
+import { UnsupportedRequestError, UpstreamError } from '../../spec/upstream-error.js';
+import { emptyUsage, type Usage } from '../../spec/usage.js';
+import type {
+  GenerationFailure,
+  GenerationInfo,
+  GenerationSummary,
+  ParsedRequest,
+} from '../dialects/dialect.js';
+import type { createAdapters } from '../providers/provider-protocols.js';
+import type { Principal } from './authenticate.js';
+import type { AttemptPlanner, Candidate } from './plan-attempts.js';
+import type { SessionRoutes } from './session-routes.js';
+import { denialMessage, spendScopes } from './spend-limits.js';
+
+export type ApiType = 'responses' | 'chat-completions' | 'messages' | 'embeddings';
+
+/** Everything about one incoming generation request that is not the canonical request itself. */
+export interface GenerationContext {
+  principal: Principal;
+  apiType: ApiType;
+  parsed: ParsedRequest;
+  /** Whether the client asked for `switchyard_metadata`. */
+  withMetadata: boolean;
+  /** Fires when the client goes away: the upstream call is aborted and what was produced is billed. */
+  signal: AbortSignal;
+  /** performance.now() when the request arrived. */
+  startedAt: number;
+  appReferer: string | null;
+  appTitle: string | null;
+}
+
+/** A failure before any output: the route renders it in its dialect with this status. */
+export class GenerationError extends Error {
+  override name = 'GenerationError';
+  constructor(
+    readonly failure: GenerationFailure,
+    readonly generationId: string | null,
+  ) {
+    super(failure.message);
+  }
+}
+
+export interface StreamOutcome {
+  info: GenerationInfo;
+  /** Output parts as the adapter produced them; usage, finish and error parts are consumed here. */
+  parts: AsyncIterable<StreamPart>;
+  /** Settles the reservation, records the generation; resolves with what the encoder closes with. */
+  finish(): Promise<{ summary: GenerationSummary; failure: GenerationFailure | null }>;
+}
+
+/**
+ * One attempt as the record stores it (`status` is what the upstream answered, null when nothing
+ * did: a timeout, a refused connection) plus what only `switchyard_metadata` reports: `shownStatus`,
+ * the status the client would have seen, and `called`, false when the reservation was refused
+ * and no upstream was called.
+ */
+type AttemptRecord = GenerationAttempt & { provider_name: string; shownStatus: number; called: boolean };
+
+const attemptOf = (
+  candidate: Candidate,
+  shownStatus: number,
+  upstreamStatus: number | null,
+  errorType: string | null,
+  latencyMs: number,
+  called = true,
+): AttemptRecord => ({
+  provider: candidate.endpoint.provider_slug,
+  provider_name: candidate.endpoint.provider_name,
+  model: candidate.model.id,
+  endpoint_id: candidate.endpoint.id,
+  status: upstreamStatus,
+  error_type: errorType,
+  latency_ms: Math.round(latencyMs),
+  shownStatus,
+  called,
+});
+
+/** The attempts as the generation record keeps them: GenerationAttempt, without the metadata-only fields. */
+const storedAttempts = (attempts: AttemptRecord[]): GenerationAttempt[] =>
+  attempts.map(({ shownStatus: _shown, called: _called, ...attempt }) => attempt);
+
+/**
+ * The prompt's size in UTF-8 bytes (text, function calls and outputs, tools, a JSON schema, plus a
+ * small overhead per item) and whether it holds media (images, files, audio), whose token cost
+ * the bytes do not tell.
+ */
+function promptSize(request: Omit<GenerationRequest, 'model'>): { bytes: number; hasMedia: boolean } {
+  let bytes = Buffer.byteLength(request.instructions ?? '') + 16;
+  let hasMedia = false;
+  for (const item of request.input) {
+    if (item.type === 'message') {
+      for (const part of item.content) {
+        if (part.type === 'text') bytes += Buffer.byteLength(part.text) + 4;
+        else hasMedia = true;
+      }
+    } else if (item.type === 'function-call') {
+      bytes += Buffer.byteLength(item.arguments) + Buffer.byteLength(item.name) + 8;
+    } else {
+      bytes += Buffer.byteLength(item.output) + 8;
+    }
+  }
+  if (request.tools?.length) bytes += Buffer.byteLength(JSON.stringify(request.tools));
+  // A JSON schema travels with the prompt, and providers bill it as prompt tokens.
+  if (request.responseFormat?.type === 'json_schema') {
+    bytes += Buffer.byteLength(JSON.stringify(request.responseFormat));
+  }
+  return { bytes, hasMedia };
+}
+
+/**
+ * A conservative upper bound of a request's prompt tokens: a token is never shorter than one byte.
+ * An image or file can fill the whole context; nothing smaller is a safe bound for one.
+ */
+function promptTokenBound(size: { bytes: number; hasMedia: boolean }, contextLength: number): number {
+  return size.hasMedia ? contextLength : Math.min(contextLength, size.bytes);
+}
+
+/**
+ * What a stream that ended without reported usage is billed: rough counts of what crossed the wire
+ * (about four bytes a token). Media in the prompt are not estimated: nothing that was sent tells
+ * their size in tokens, and billing them the whole context would charge for a bound, not a use.
+ */
+function estimatedUsage(promptBytes: number, outputChars: number): Usage {
+  return {
+    ...emptyUsage(),
+    inputTokens: Math.ceil(promptBytes / 4),
+    outputTokens: Math.ceil(outputChars / 4),
+  };
+}
+
+/**
+ * Usage as the gateway bills it: an upstream's counts are foreign input, so anything that is not a
+ * finite non-negative number becomes 0, fractions round down, and no count exceeds the endpoint's
+ * context length; and a reply with output but no
+ * counts at all (a provider ignoring `include_usage`) is billed from what crossed the wire.
+ */
+function billableUsage(
+  reported: Usage | null,
+  promptBytes: number,
+  outputChars: number,
+  contextLength: number,
+): Usage {
+  if (!reported) return estimatedUsage(promptBytes, outputChars);
+  // No call can read or write more tokens than the endpoint's context holds: a larger count is an
+  // upstream bug, and billing it would drain the account.
+  const clean = (value: number) =>
+    Number.isFinite(value) && value > 0 ? Math.min(Math.floor(value), contextLength) : 0;
+  const usage: Usage = {
+    inputTokens: clean(reported.inputTokens),
+    outputTokens: clean(reported.outputTokens),
+    cachedInputTokens: clean(reported.cachedInputTokens),
+    cacheWriteTokens: clean(reported.cacheWriteTokens),
+    reasoningTokens: clean(reported.reasoningTokens),
+  };
+  const nothingCounted = usage.inputTokens === 0 && usage.outputTokens === 0;
+  return nothingCounted && outputChars > 0 ? estimatedUsage(promptBytes, outputChars) : usage;
+}
+
+const contextOf = (candidate: Candidate): number =>
+  candidate.endpoint.context_length || candidate.model.record.context_length || Number.MAX_SAFE_INTEGER;
+
+const resultChars = (result: GenerationResult): number =>
+  result.text.length +
+  result.reasoning.length +
+  result.toolCalls.reduce((sum, call) => sum + call.name.length + call.arguments.length, 0);
+
+const isOutput = (part: StreamPart): boolean =>
+  part.type === 'text-delta' || part.type === 'reasoning-delta' || part.type === 'tool-call-start';
+
+/**
+ * Upstream statuses that say the provider refused this gateway (its credential, its billing, its
+ * access rules), not the client: passed through they would read as "your key is invalid" to SDKs.
+ */
+const PROVIDER_REFUSALS = new Set([401, 402, 403]);
+
+/** Whether an upstream failure is the endpoint's fault, so another endpoint may succeed. */
+const isEndpointFault = (error: UpstreamError): boolean =>
+  error.retryable || (error.status !== null && (PROVIDER_REFUSALS.has(error.status) || error.status === 404));
+
+function failureFromUpstream(error: UpstreamError, provider: string): GenerationFailure {
+  const status = error.kind === 'timeout' ? 504 : error.kind === 'connection' ? 502 : (error.status ?? 502);
+  const inRange = status >= 400 && status <= 599 ? status : 502;
+  const httpStatus = PROVIDER_REFUSALS.has(inRange) ? 502 : inRange;
+  const failure: GenerationFailure = {
+    status: httpStatus,
+    message: error.kind === 'http' ? 'Provider returned error' : error.message,
+    errorType: error.kind === 'timeout' ? 'timeout' : errorTypeForStatus(httpStatus),
+    metadata: { provider_name: provider, raw: error.raw ?? error.message, is_byok: false },
+  };
+  if (error.retryAfterSeconds !== null) {
+    failure.metadata!.retry_after_seconds = error.retryAfterSeconds;
+    failure.headers = { 'retry-after': String(Math.ceil(error.retryAfterSeconds)) };
+  }
+  return failure;
+}
+
+export function failureFromAppError(error: AppError): GenerationFailure {
+  // `error_type` travels in its own field; the rest of the metadata stays metadata.
+  const { error_type: errorType, ...rest } = error.metadata ?? {};
+  return {
+    status: error.status,
+    message: error.message,
+    errorType: typeof errorType === 'string' ? errorType : errorKinds[error.kind].errorType,
+    ...(Object.keys(rest).length ? { metadata: rest } : {}),
+    ...(error.headers ? { headers: error.headers } : {}),
+  };
+}
+
+/** 64 random bits per process, then a counter: unique ids without a random draw per request. */
+const idPrefix = randomBytes(8).toString('hex');
+let idCounter = 0;
+const newGenerationId = (nowMs: number): string => {
+  idCounter = (idCounter + 1) % 0x1000000;
+  return `gen-${Math.floor(nowMs / 1000)}-${idPrefix}${idCounter.toString(16).padStart(6, '0')}`;
+};
+
+/**
+ * The data plane's core: plans attempts, reserves the worst-case cost, calls the upstream with
+ * failover, and settles, records and feeds health once the generation ends. Dialects only
+ * translate; nothing here touches the database on the request path.
+ */
+export function createGenerationService(options: {
+  config: Config;
+  clock: Clock;
+  planner: AttemptPlanner;
+  adapters: ReturnType<typeof createAdapters>;
+  health: EndpointHealth;
+  sessions: SessionRoutes;
+  counters: SpendCounters;
+  credits: CreditBalance;
+  log: GenerationLog;
+  addKeyUsage: (hash: string, amount: { usageNanos: number; byokNanos: number; at: Date }) => void;
+}) {
+  const { config, clock, planner, adapters, health, sessions, counters, credits, log } = options;
+
+  function timeoutsFor(candidate: Candidate, streaming: boolean): Timeouts {
+    const settings = config.providers[providerBase(candidate.endpoint.provider_slug)];
+    const headersMs = settings?.timeout_ms ?? (streaming ? 60_000 : 300_000);
+    return {
+      headersMs,
+      firstTokenMs: settings?.first_token_timeout_ms ?? (streaming ? 60_000 : headersMs),
+      idleMs: settings?.idle_timeout_ms ?? 60_000,
+    };
+  }
+
+  function metadataFor(
+    context: GenerationContext,
+    strategy: string,
+    candidates: Candidate[],
+    attempts: AttemptRecord[],
+    selected: Candidate | null,
+  ): Record<string, unknown> | null {
+    if (!context.withMetadata) return null;
+    return {
+      requested: context.parsed.models[0],
+      strategy,
+      region: 'local',
+      summary: selected
+        ? `available=${candidates.length}, selected=${selected.endpoint.provider_name}`
+        : `available=${candidates.length}`,
+      // The answering attempt's 1-based index; on failure 0 when no provider was reached at all.
+      attempt: selected || attempts.some((attempt) => attempt.called) ? attempts.length : 0,
+      is_byok: false,
+      endpoints: {
+        total: candidates.length,
+        available: candidates.map((candidate) => ({
+          model: candidate.model.id,
+          provider: candidate.endpoint.provider_name,
+          selected: candidate === selected,
+        })),
+      },
+      attempts: attempts.map((attempt) => ({
+        provider: attempt.provider_name,
+        model: attempt.model,
+        status: attempt.shownStatus,
+      })),
+    };
+  }
+
+  interface Prepared {
+    id: string;
+    createdAt: number;
+    candidates: Candidate[];
+    strategy: string;
+    attempts: AttemptRecord[];
+    /** The prompt's size, computed once: the reservation bounds and a usage estimate use it. */
+    prompt: { bytes: number; hasMedia: boolean };
+  }
+
+  function prepare(context: GenerationContext): Prepared {
+    if (context.principal.isManagement) {
+      throw new GenerationError(
+        {
+          status: 403,
+          message:
+            'Management keys cannot be used for inference: create an inference key with POST /api/v1/keys',
+          errorType: 'permission_denied',
+        },
+        null,
+      );
+    }
+    const now = clock.now().getTime();
+    const { parsed } = context;
+    const stickyKey = parsed.sessionId
+      ? `${context.principal.keyHash}:${parsed.sessionId}:${parsed.models.join(',')}`
+      : null;
+    let plan: ReturnType<AttemptPlanner['plan']>;
+    try {
+      plan = planner.plan({
+        models: parsed.models,
+        provider: parsed.provider,
+        request: parsed.generation,
+        outputKind: context.apiType === 'embeddings' ? 'embeddings' : 'text',
+        stickyEndpointId: stickyKey ? sessions.get(stickyKey) : null,
+      });
+    } catch (error) {
+      if (error instanceof AppError) throw new GenerationError(failureFromAppError(error), null);
+      throw error;
+    }
+    return {
+      id: newGenerationId(now),
+      createdAt: Math.floor(now / 1000),
+      candidates: plan.candidates,
+      strategy: plan.strategy,
+      attempts: [],
+      prompt: promptSize(parsed.generation),
+    };
+  }
+
+  function reserveFor(context: GenerationContext, prepared: Prepared, candidate: Candidate) {
+    const contextLength = contextOf(candidate);
+    const promptTokens = promptTokenBound(prepared.prompt, contextLength);
+    const maxOutputTokens =
+      context.apiType === 'embeddings'
+        ? 0
+        : (context.parsed.generation.maxOutputTokens ??
+          candidate.endpoint.max_completion_tokens ??
+          candidate.model.record.top_provider.max_completion_tokens ??
+          Math.max(1, contextLength - promptTokens));
+    const worst = worstCaseCost(candidate.endpoint.pricing as EndpointPricing, {
+      promptTokens,
+      // No endpoint produces more than its context holds, whatever max_tokens asks for.
+      maxOutputTokens: Math.min(maxOutputTokens, contextLength),
+    });
+    return { worst, scopes: spendScopes(context.principal.key, credits, clock.now()) };
+  }
+
+  /** Ends the request when every attempt failed: the last failure, with the earlier ones in metadata. */
+  function exhausted(context: GenerationContext, prepared: Prepared, last: GenerationFailure | null): never {
+    const failure: GenerationFailure = last ?? {
+      status: 503,
+      message: 'No provider could serve the request',
+      errorType: 'provider_unavailable',
+    };
+    if (prepared.attempts.length > 1) {
+      failure.metadata = {
+        ...failure.metadata,
+        previous_errors: prepared.attempts.map((attempt) => ({
+          provider: attempt.provider_name,
+          status: attempt.shownStatus,
+          code: attempt.error_type,
+        })),
+      };
+    }
+    const metadata = metadataFor(context, prepared.strategy, prepared.candidates, prepared.attempts, null);
+    if (metadata) failure.metadata = { ...failure.metadata, switchyard_metadata: metadata };
+    writeRecord(context, prepared, null, {
+      usage: emptyUsage(),
+      cost: { totalNanos: 0, inputNanos: 0, outputNanos: 0 },
+      // A client that went away before any answer cancelled the generation; nothing failed.
+      status: context.signal.aborted ? 'cancelled' : 'failed',
+      httpStatus: failure.status,
+      failure,
+      finishReason: null,
+      nativeFinishReason: null,
+      upstreamId: null,
+      streamed: context.parsed.stream,
+      cancelled: context.signal.aborted,
+      firstTokenMs: null,
+      generationMs: 0,
+    });
+    throw new GenerationError(failure, prepared.id);
+  }
+
+  function writeRecord(
+    context: GenerationContext,
+    prepared: Prepared,
+    candidate: Candidate | null,
+    outcome: {
+      usage: Usage;
+      cost: GenerationSummary['cost'];
+      status: GenerationRecordInput['status'];
+      httpStatus: number;
+      failure: GenerationFailure | null;
+      finishReason: string | null;
+      nativeFinishReason: string | null;
+      upstreamId: string | null;
+      streamed: boolean;
+      cancelled: boolean;
+      firstTokenMs: number | null;
+      generationMs: number;
+    },
+  ) {
+    const { parsed, principal } = context;
+    log.record({
+      id: prepared.id,
+      created_at: new Date(prepared.createdAt * 1000).toISOString(),
+      key_hash: principal.keyHash,
+      workspace_id: principal.workspaceId,
+      api_type: context.apiType,
+      requested_model: parsed.models[0] ?? '',
+      model: candidate?.model.id ?? null,
+      provider_slug: candidate?.endpoint.provider_slug ?? null,
+      provider_name: candidate?.endpoint.provider_name ?? null,
+      endpoint_id: candidate?.endpoint.id ?? null,
+      upstream_id: outcome.upstreamId,
+      streamed: outcome.streamed,
+      cancelled: outcome.cancelled,
+      is_byok: false,
+      status: outcome.status,
+      http_status: outcome.httpStatus,
+      error_type: outcome.failure?.errorType ?? null,
+      error_message: outcome.failure?.message ?? null,
+      finish_reason: outcome.finishReason,
+      native_finish_reason: outcome.nativeFinishReason,
+      tokens_prompt: outcome.usage.inputTokens,
+      tokens_completion: outcome.usage.outputTokens,
+      tokens_cached: outcome.usage.cachedInputTokens,
+      tokens_cache_write: outcome.usage.cacheWriteTokens,
+      tokens_reasoning: outcome.usage.reasoningTokens,
+      cost_nanos: outcome.cost.totalNanos,
+      input_cost_nanos: outcome.cost.inputNanos,
+      output_cost_nanos: outcome.cost.outputNanos,
+      latency_ms: Math.round(performance.now() - context.startedAt),
+      first_token_ms: outcome.firstTokenMs,
+      generation_time_ms: Math.round(outcome.generationMs),
+      user_id: parsed.user,
+      session_id: parsed.sessionId,
+      metadata: parsed.metadata,
+      trace: parsed.trace,
+      app_referer: context.appReferer,
+      app_title: context.appTitle,
+      attempts: storedAttempts(prepared.attempts),
+    });
+    if (outcome.cost.totalNanos > 0) {
+      options.addKeyUsage(principal.keyHash, {
+        usageNanos: outcome.cost.totalNanos,
+        byokNanos: 0,
+        at: clock.now(),
+      });
+    }
+  }
+
+  function infoFor(prepared: Prepared, candidate: Candidate): GenerationInfo {
+    return {
+      id: prepared.id,
+      createdAt: prepared.createdAt,
+      model: candidate.model.id,
+      providerSlug: candidate.endpoint.provider_slug,
+      providerName: candidate.endpoint.provider_name,
+    };
+  }
+
+  /** What a finished generation reports: usage, cost and, when asked for, the routing metadata. */
+  function summaryOf(
+    context: GenerationContext,
+    prepared: Prepared,
+    candidate: Candidate,
+    usage: Usage,
+    cost: GenerationSummary['cost'],
+  ): GenerationSummary {
+    return {
+      usage,
+      cost,
+      isByok: false,
+      metadata: metadataFor(context, prepared.strategy, prepared.candidates, prepared.attempts, candidate),
+    };
+  }
+
+  function rememberSession(context: GenerationContext, candidate: Candidate) {
+    const { sessionId, models } = context.parsed;
+    if (sessionId)
+      sessions.set(`${context.principal.keyHash}:${sessionId}:${models.join(',')}`, candidate.endpoint.id);
+  }
+
+  /**
+   * Tries each candidate in order until one starts: reserves its worst case, calls `start`, and on a
+   * retryable failure releases the reservation and moves on. An invalid request stops at once.
+   */
+  async function firstThatStarts<T>(
+    context: GenerationContext,
+    prepared: Prepared,
+    start: (candidate: Candidate, call: { signal: AbortSignal }) => Promise<T>,
+  ): Promise<{ candidate: Candidate; started: T; reservation: Reservation; attemptStart: number }> {
+    let last: GenerationFailure | null = null;
+    let skipModel: string | null = null;
+    for (const candidate of prepared.candidates) {
+      if (context.signal.aborted) break;
+      if (candidate.model.id === skipModel) continue;
+      const { worst, scopes } = reserveFor(context, prepared, candidate);
+      const reserved = await counters.reserve(scopes, worst);
+      if (!reserved.ok) {
+        last = {
+          status: 402,
+          message: denialMessage(reserved.scopeId, worst, reserved.availableNanos),
+          errorType: 'payment_required',
+        };
+        prepared.attempts.push(attemptOf(candidate, 402, null, 'payment_required', 0, false));
+        continue;
+      }
+      const attemptStart = performance.now();
+      try {
+        const started = await start(candidate, { signal: context.signal });
+        prepared.attempts.push(attemptOf(candidate, 200, 200, null, performance.now() - attemptStart));
+        return { candidate, started, reservation: reserved.reservation, attemptStart };
+      } catch (error) {
+        await counters.settle(reserved.reservation, 0);
+        if (error instanceof UnsupportedRequestError) {
+          // This protocol cannot carry the request; another candidate's may.
+          last = { status: 400, message: error.message, errorType: 'invalid_request' };
+          prepared.attempts.push(
+            attemptOf(candidate, 400, null, 'invalid_request', performance.now() - attemptStart),
+          );
+          continue;
+        }
+        if (!(error instanceof UpstreamError)) throw error;
+        const failure = failureFromUpstream(error, candidate.endpoint.provider_name);
+        const endpointFault = isEndpointFault(error);
+        health.record(candidate.endpoint.id, {
+          ok: false,
+          endpointFault,
+          retryAfterSeconds: error.retryAfterSeconds,
+        });
+        prepared.attempts.push(
+          attemptOf(
+            candidate,
+            failure.status,
+            error.status,
+            failure.errorType,
+            performance.now() - attemptStart,
+          ),
+        );
+        last = failure;
+        // The upstream refused the request itself: other endpoints of this model would too, but
+        // the next model of `models` is a different request and gets its chance (reference §7).
+        if (!endpointFault) skipModel = candidate.model.id;
+      }
+    }
+    if (context.signal.aborted) {
+      last = { status: 499, message: 'The client closed the request', errorType: 'unmapped' };
+    }
+    return exhausted(context, prepared, last);
+  }
+
+  return {
+    /** A non-streamed generation: the whole result, or a GenerationError before anything was sent. */
+    async generate(
+      context: GenerationContext,
+    ): Promise<{ info: GenerationInfo; result: GenerationResult; summary: GenerationSummary }> {
+      const prepared = prepare(context);
+      const { candidate, started, reservation, attemptStart } = await firstThatStarts(
+        context,
+        prepared,
+        (target, call) =>
+          adapters.adapterFor(target.protocol, target.endpoint.provider_slug).generate({
+            request: { ...context.parsed.generation, model: target.endpoint.provider_model_id },
+            target: target.target,
+            signal: call.signal,
+            timeouts: timeoutsFor(target, false),
+          }),
+      );
+      const result: GenerationResult = {
+        ...started,
+        usage: billableUsage(
+          started.usage,
+          prepared.prompt.bytes,
+          resultChars(started),
+          contextOf(candidate),
+        ),
+      };
+      const elapsed = performance.now() - attemptStart;
+      const cost = generationCost(candidate.endpoint.pricing as EndpointPricing, result.usage);
+      await counters.settle(reservation, cost.totalNanos);
+      health.record(candidate.endpoint.id, {
+        ok: true,
+        firstTokenMs: elapsed,
+        outputTokens: result.usage.outputTokens,
+        generationMs: elapsed,
+      });
+      rememberSession(context, candidate);
+      writeRecord(context, prepared, candidate, {
+        usage: result.usage,
+        cost,
+        status: result.finishReason === 'length' ? 'incomplete' : 'completed',
+        httpStatus: 200,
+        failure: null,
+        finishReason: result.finishReason,
+        nativeFinishReason: result.nativeFinishReason,
+        upstreamId: result.id,
+        streamed: false,
+        cancelled: false,
+        firstTokenMs: Math.round(elapsed),
+        generationMs: elapsed,
+      });
+      return {
+        info: infoFor(prepared, candidate),
+        result,
+        summary: summaryOf(context, prepared, candidate, result.usage, cost),
+      };
+    },
+
+    /** Embeddings: routed, reserved, failed over and billed like a generation, without output tokens. */
+    async embed(
+      context: GenerationContext,
+      request: Omit<EmbeddingRequest, 'model'>,
+    ): Promise<{ info: GenerationInfo; result: EmbeddingResult; summary: GenerationSummary }> {
+      const prepared = prepare(context);
+      const { candidate, started, reservation, attemptStart } = await firstThatStarts(
+        context,
+        prepared,
+        (target, call) => {
+          const adapter = adapters.adapterFor(target.protocol, target.endpoint.provider_slug);
+          if (!adapter.embed) {
+            throw new UpstreamError({
+              message: `The ${target.protocol} protocol has no embeddings`,
+              kind: 'http',
+              status: 400,
+            });
+          }
+          return adapter.embed({
+            request: { ...request, model: target.endpoint.provider_model_id },
+            target: target.target,
+            signal: call.signal,
+            timeouts: timeoutsFor(target, false),
+          });
+        },
+      );
+      const elapsed = performance.now() - attemptStart;
+      const counted = billableUsage(started.usage, prepared.prompt.bytes, 0, contextOf(candidate));
+      const embedded: EmbeddingResult = {
+        ...started,
+        // An upstream that counts nothing is billed its input from the bytes sent.
+        usage:
+          counted.inputTokens === 0 && started.vectors.length > 0
+            ? { ...counted, inputTokens: Math.ceil(prepared.prompt.bytes / 4) }
+            : counted,
+      };
+      const cost = generationCost(candidate.endpoint.pricing as EndpointPricing, embedded.usage);
+      await counters.settle(reservation, cost.totalNanos);
+      health.record(candidate.endpoint.id, { ok: true, firstTokenMs: elapsed });
+      writeRecord(context, prepared, candidate, {
+        usage: embedded.usage,
+        cost,
+        status: 'completed',
+        httpStatus: 200,
+        failure: null,
+        finishReason: null,
+        nativeFinishReason: null,
+        upstreamId: null,
+        streamed: false,
+        cancelled: false,
+        firstTokenMs: null,
+        generationMs: elapsed,
+      });
+      return {
+        info: infoFor(prepared, candidate),
+        result: embedded,
+        summary: summaryOf(context, prepared, candidate, embedded.usage, cost),
+      };
+    },
+
+    /**
+     * A streamed generation. Resolves once the first output arrived (the stream commits then; until
+     * that moment a failure moves on to the next candidate), or rejects with a GenerationError.
+     */
+    async stream(context: GenerationContext): Promise<StreamOutcome> {
+      const prepared = prepare(context);
+      const { candidate, started, reservation, attemptStart } = await firstThatStarts(
+        context,
+        prepared,
+        async (target, call) => {
+          const iterator = adapters
+            .adapterFor(target.protocol, target.endpoint.provider_slug)
+            .stream({
+              request: { ...context.parsed.generation, model: target.endpoint.provider_model_id },
+              target: target.target,
+              signal: call.signal,
+              timeouts: timeoutsFor(target, true),
+            })
+            [Symbol.asyncIterator]();
+          // Read up to the first output: anything before it may still fail over.
+          const head: StreamPart[] = [];
+          for (;;) {
+            const next = await iterator.next();
+            if (next.done) break;
+            if (next.value.type === 'error') {
+              await iterator.return?.();
+              throw next.value.error;
+            }
+            head.push(next.value);
+            if (isOutput(next.value)) break;
+          }
+          return { iterator, head, firstTokenAt: performance.now() };
+        },
+      );
+      const firstTokenMs = started.firstTokenAt - attemptStart;
+      let usage: Usage | null = null;
+      let finishReason: string | null = null;
+      let nativeFinishReason: string | null = null;
+      let upstreamId: string | null = null;
+      let failure: GenerationFailure | null = null;
+      let outputChars = 0;
+      let ended = false;
+      let finishing: Promise<{ summary: GenerationSummary; failure: GenerationFailure | null }> | null = null;
+
+      const observe = (part: StreamPart): boolean => {
+        switch (part.type) {
+          case 'usage':
+            usage = part.usage;
+            return false;
+          case 'finish':
+            finishReason = part.reason;
+            nativeFinishReason = part.nativeReason;
+            return true;
+          case 'response-metadata':
+            upstreamId = part.id ?? upstreamId;
+            return true;
+          case 'error':
+            failure = failureFromUpstream(part.error, candidate.endpoint.provider_name);
+            return false;
+          case 'text-delta':
+          case 'reasoning-delta':
+            outputChars += part.delta.length;
+            return true;
+          case 'tool-call-delta':
+            outputChars += part.argumentsDelta.length;
+            return true;
+          default:
+            return true;
+        }
+      };
+
+      async function* parts(): AsyncGenerator<StreamPart> {
+        try {
+          for (const part of started.head) if (observe(part)) yield part;
+          for (;;) {
+            const next = await started.iterator.next();
+            if (next.done) break;
+            const pass = observe(next.value);
+            if (next.value.type === 'error') break;
+            if (pass) yield next.value;
+          }
+        } catch (error) {
+          if (!(error instanceof UpstreamError)) throw error;
+          failure = failureFromUpstream(error, candidate.endpoint.provider_name);
+        } finally {
+          ended = true;
+          await started.iterator.return?.();
+        }
+      }
+
+      async function finish() {
+        const cancelled = context.signal.aborted;
+        // Releasing the upstream must not keep the reservation from being settled.
+        if (!ended) await Promise.resolve(started.iterator.return?.()).catch(() => undefined);
+        const billed = billableUsage(
+          usage as Usage | null,
+          prepared.prompt.bytes,
+          outputChars,
+          contextOf(candidate),
+        );
+        const cost = generationCost(candidate.endpoint.pricing as EndpointPricing, billed);
+        await counters.settle(reservation, cost.totalNanos);
+        const elapsed = performance.now() - attemptStart;
+        const failed = failure as GenerationFailure | null;
+        health.record(
+          candidate.endpoint.id,
+          failed && !cancelled
+            ? { ok: false, endpointFault: true }
+            : {
+                ok: true,
+                firstTokenMs,
+                outputTokens: billed.outputTokens,
+                generationMs: elapsed - firstTokenMs,
+              },
+        );
+        if (!failed) rememberSession(context, candidate);
+        writeRecord(context, prepared, candidate, {
+          usage: billed,
+          cost,
+          status: cancelled
+            ? 'cancelled'
+            : failed
+              ? 'failed'
+              : finishReason === 'length'
+                ? 'incomplete'
+                : 'completed',
+          httpStatus: 200,
+          failure: failed,
+          finishReason: failed ? 'error' : finishReason,
+          nativeFinishReason,
+          upstreamId,
+          streamed: true,
+          cancelled,
+          firstTokenMs: Math.round(firstTokenMs),
+          generationMs: elapsed - firstTokenMs,
+        });
+        return {
+          summary: summaryOf(context, prepared, candidate, billed, cost),
+          failure: failed,
+        };
+      }
+
+      return {
+        info: infoFor(prepared, candidate),
+        parts: parts(),
+        finish: () => {
+          finishing ??= finish();
+          return finishing;
+        },
+      };
+    },
+  };
+}
+
+export type GenerationService = ReturnType<typeof createGenerationService>;

@@ -1,0 +1,395 @@
+import { perMillion } from '../../billing/decimal-price.js';
+import type { Catalog, CatalogModel } from '../../catalog/catalog.js';
+import type { EndpointHealth } from '../../catalog/endpoint-health.js';
+import { isZeroDataRetention } from '../../catalog/model-facts.js';
+import { providerBase } from '../../catalog/provider-base.js';
+import type { SnapshotEndpoint } from '../../catalog/snapshot-types.js';
+import type { Config } from '../../config/config-schema.js';
+import { AppError, invalidRequest } from '../../errors/app-error.js';
+import type { GenerationRequest } from '../../spec/generation-request.js';
+import type { UpstreamTarget } from '../../spec/provider-adapter.js';
+import type { Percentiles, ProviderPreferences } from '../dialects/dialect.js';
+import { type Protocol, protocolForAdapter, upstreamTargetFor } from '../providers/provider-protocols.js';
+
+/** One endpoint the execution loop may try, with everything needed to call it. */
+export interface Candidate {
+  model: CatalogModel;
+  endpoint: SnapshotEndpoint;
+  protocol: Protocol;
+  target: UpstreamTarget;
+}
+
+export interface AttemptPlan {
+  candidates: Candidate[];
+  /** `direct` for one model, `fallback` when a `models` list was given. */
+  strategy: 'direct' | 'fallback';
+  /** How many endpoints served the requested models before preferences filtered them. */
+  totalEndpoints: number;
+}
+
+/** What kind of output the route serves: chat-style text, or embeddings. */
+export type OutputKind = 'text' | 'embeddings';
+
+export interface PlanInput {
+  models: string[];
+  provider: ProviderPreferences | null;
+  /** The request's features, for `require_parameters`, soft capability preferences and max output. */
+  request: Omit<GenerationRequest, 'model'> | null;
+  outputKind: OutputKind;
+  /** Sticky routing: the endpoint this session last used successfully, when known. */
+  stickyEndpointId: string | null;
+}
+
+const DEMO_TARGET: UpstreamTarget = { baseUrl: 'builtin:demo', apiKey: null };
+
+/** Service-tier variants (`openai/priority`, `…/flex`) only match when named exactly. */
+const isTierVariant = (slug: string): boolean => /\/(priority|flex|batch)$/.test(slug);
+
+/**
+ * Whether a preference entry names this endpoint's provider: the exact slug, its base slug (which
+ * covers regional variants but not tier variants), or the display name, case-insensitively.
+ */
+function namesProvider(entry: string, endpoint: SnapshotEndpoint): boolean {
+  const wanted = entry.trim().toLowerCase();
+  const slug = endpoint.provider_slug.toLowerCase();
+  if (wanted === slug || wanted === endpoint.provider_name.toLowerCase()) return true;
+  return wanted === providerBase(slug) && !isTierVariant(slug);
+}
+
+/** The parameters a request uses, named as the catalogue's `supported_parameters` names them. */
+function usedParameters(request: Omit<GenerationRequest, 'model'>): string[] {
+  const used: string[] = [];
+  if (request.tools?.length) used.push('tools');
+  if (request.toolChoice !== undefined) used.push('tool_choice');
+  if (request.maxOutputTokens !== undefined) used.push('max_tokens');
+  if (request.temperature !== undefined) used.push('temperature');
+  if (request.topP !== undefined) used.push('top_p');
+  if (request.topK !== undefined) used.push('top_k');
+  if (request.frequencyPenalty !== undefined) used.push('frequency_penalty');
+  if (request.presencePenalty !== undefined) used.push('presence_penalty');
+  if (request.stop?.length) used.push('stop');
+  if (request.seed !== undefined) used.push('seed');
+  if (request.responseFormat && request.responseFormat.type !== 'text') {
+    used.push(request.responseFormat.type === 'json_schema' ? 'structured_outputs' : 'response_format');
+  }
+  if (request.reasoning) used.push('reasoning');
+  return used;
+}
+
+/** Prompt plus completion price per token: the figure price sorts and weights use. */
+function unitPrice(endpoint: SnapshotEndpoint): number {
+  const prompt = Number(endpoint.pricing.prompt);
+  const completion = Number(endpoint.pricing.completion);
+  const total = (Number.isFinite(prompt) ? prompt : 0) + (Number.isFinite(completion) ? completion : 0);
+  return Math.max(0, total);
+}
+
+const percentileOf = (value: number | Percentiles): Array<[keyof Percentiles, number]> =>
+  typeof value === 'number'
+    ? [['p50', value]]
+    : (Object.entries(value) as Array<[keyof Percentiles, number]>).filter(([, v]) => typeof v === 'number');
+
+/**
+ * Chooses and orders the endpoints a request may try (reference §7): the endpoints of each
+ * requested model that this gateway can reach and holds credentials for, filtered by the hard
+ * preferences, ordered by `order`, `sort` or the default price-weighted shuffle, with soft
+ * preferences and cooling-down endpoints moved back and the session's endpoint moved forward.
+ */
+export function createAttemptPlanner(options: {
+  catalog: Catalog;
+  config: Config;
+  health: EndpointHealth;
+  random?: () => number;
+}) {
+  const { catalog, config, health } = options;
+  const random = options.random ?? Math.random;
+  const targets = new Map<string, UpstreamTarget | null>();
+  const baseUrls = new Map(catalog.providers.map((provider) => [provider.slug, provider.effectiveBaseUrl]));
+
+  function targetFor(endpoint: SnapshotEndpoint, protocol: Protocol): UpstreamTarget | null {
+    if (protocol === 'demo') return DEMO_TARGET;
+    let target = targets.get(endpoint.provider_slug);
+    if (target === undefined) {
+      const baseUrl =
+        baseUrls.get(endpoint.provider_slug) ?? baseUrls.get(providerBase(endpoint.provider_slug));
+      target = baseUrl ? upstreamTargetFor({ providerSlug: endpoint.provider_slug, baseUrl, config }) : null;
+      targets.set(endpoint.provider_slug, target);
+    }
+    return target;
+  }
+
+  function resolveModel(slug: string, field: string): CatalogModel {
+    const found = catalog.lookup(slug);
+    const model = found.find((candidate) => candidate.id === slug) ?? found[0];
+    if (!model) throw invalidRequest(`Invalid request parameters: ${field} names an unknown model "${slug}"`);
+    return model;
+  }
+
+  function servesKind(model: CatalogModel, kind: OutputKind): boolean {
+    const outputs = model.record.architecture.output_modalities as string[];
+    return kind === 'embeddings' ? outputs.includes('embeddings') : outputs.includes('text');
+  }
+
+  /** Default order: a weighted shuffle where an endpoint's weight is the inverse square of its price. */
+  function priceWeighted(candidates: Candidate[]): Candidate[] {
+    const keyed = candidates.map((candidate) => {
+      const price = Math.max(unitPrice(candidate.endpoint), 1e-12);
+      const weight = 1 / (price * price);
+      // Efraimidis–Spirakis: sorting by U^(1/w) descending samples without replacement by weight.
+      return { candidate, key: Math.log(Math.max(random(), Number.MIN_VALUE)) / weight };
+    });
+    return keyed.sort((a, b) => b.key - a.key).map((entry) => entry.candidate);
+  }
+
+  function liveFigure(endpoint: SnapshotEndpoint, kind: 'latency' | 'throughput'): Percentiles | null {
+    const live = health.stats(endpoint.id);
+    const fromLive = kind === 'latency' ? live?.latency5m : live?.throughput5m;
+    // Latency is kept in milliseconds (the catalogue's unit); preferences speak seconds.
+    if (fromLive && kind === 'latency')
+      return {
+        p50: fromLive.p50 / 1000,
+        p75: fromLive.p75 / 1000,
+        p90: fromLive.p90 / 1000,
+        p99: fromLive.p99 / 1000,
+      };
+    if (fromLive) return fromLive;
+    const stats = endpoint.stats;
+    if (!stats) return null;
+    return kind === 'latency'
+      ? {
+          p50: stats.p50_latency / 1000,
+          p75: stats.p75_latency / 1000,
+          p90: stats.p90_latency / 1000,
+          p99: stats.p99_latency / 1000,
+        }
+      : {
+          p50: stats.p50_throughput,
+          p75: stats.p75_throughput,
+          p90: stats.p90_throughput,
+          p99: stats.p99_throughput,
+        };
+  }
+
+  function sortBy(candidates: Candidate[], by: 'price' | 'throughput' | 'latency'): Candidate[] {
+    const key = (candidate: Candidate): number => {
+      if (by === 'price') return unitPrice(candidate.endpoint);
+      const figure = liveFigure(candidate.endpoint, by)?.p50;
+      if (figure === undefined) return Number.POSITIVE_INFINITY;
+      return by === 'throughput' ? -figure : figure;
+    };
+    return candidates
+      .map((candidate, index) => ({ candidate, index, key: key(candidate) }))
+      .sort((a, b) => a.key - b.key || a.index - b.index)
+      .map((entry) => entry.candidate);
+  }
+
+  /** Moves candidates failing `keep` behind the others, keeping both groups' order. */
+  const moveBack = (candidates: Candidate[], keep: (candidate: Candidate) => boolean): Candidate[] => [
+    ...candidates.filter(keep),
+    ...candidates.filter((candidate) => !keep(candidate)),
+  ];
+
+  function meetsPerformance(candidate: Candidate, provider: ProviderPreferences): boolean {
+    if (provider.preferred_max_latency !== undefined) {
+      const live = liveFigure(candidate.endpoint, 'latency');
+      if (live && percentileOf(provider.preferred_max_latency).some(([p, limit]) => (live[p] ?? 0) > limit))
+        return false;
+    }
+    if (provider.preferred_min_throughput !== undefined) {
+      const live = liveFigure(candidate.endpoint, 'throughput');
+      if (
+        live &&
+        percentileOf(provider.preferred_min_throughput).some(([p, floor]) => (live[p] ?? 0) < floor)
+      )
+        return false;
+    }
+    return true;
+  }
+
+  return {
+    plan(input: PlanInput): AttemptPlan {
+      const provider = input.provider ?? {};
+      const models = input.models.map((slug, index) =>
+        resolveModel(slug, index === 0 ? 'body.model' : `body.models[${index - 1}]`),
+      );
+      const used = input.request ? usedParameters(input.request) : [];
+      const maxOutput = input.request?.maxOutputTokens;
+      const excluded = new Map<string, number>();
+      const exclude = (reason: string) => excluded.set(reason, (excluded.get(reason) ?? 0) + 1);
+      let totalEndpoints = 0;
+
+      const groups = models.map((model) => {
+        if (!servesKind(model, input.outputKind)) {
+          throw invalidRequest(
+            `Invalid request parameters: model "${model.id}" does not produce ${input.outputKind === 'embeddings' ? 'embeddings' : 'text'}`,
+          );
+        }
+        const kept: Candidate[] = [];
+        for (const endpoint of model.endpoints) {
+          totalEndpoints += 1;
+          const protocol = protocolForAdapter(endpoint.adapter);
+          if (!protocol) {
+            exclude('its protocol is not supported by this gateway');
+            continue;
+          }
+          const target = targetFor(endpoint, protocol);
+          if (!target) {
+            exclude('no credentials are configured for its provider');
+            continue;
+          }
+          if (provider.only && !provider.only.some((entry) => namesProvider(entry, endpoint))) {
+            exclude('provider.only');
+            continue;
+          }
+          if (provider.ignore?.some((entry) => namesProvider(entry, endpoint))) {
+            exclude('provider.ignore');
+            continue;
+          }
+          if (
+            provider.allow_fallbacks === false &&
+            provider.order &&
+            !provider.order.some((entry) => namesProvider(entry, endpoint))
+          ) {
+            exclude('provider.order with allow_fallbacks false');
+            continue;
+          }
+          if (provider.data_collection === 'deny' && !isZeroDataRetention(endpoint)) {
+            exclude('provider.data_collection deny');
+            continue;
+          }
+          if (provider.zdr === true && !isZeroDataRetention(endpoint)) {
+            exclude('provider.zdr');
+            continue;
+          }
+          if (provider.enforce_distillable_text === true && !model.facts.distillable) {
+            exclude('provider.enforce_distillable_text');
+            continue;
+          }
+          if (
+            provider.quantizations &&
+            !provider.quantizations.includes(endpoint.quantization ?? 'unknown')
+          ) {
+            exclude('provider.quantizations');
+            continue;
+          }
+          if (provider.max_price && !withinMaxPrice(endpoint, provider.max_price)) {
+            exclude('provider.max_price');
+            continue;
+          }
+          if (
+            provider.require_parameters === true &&
+            !used.every((parameter) => endpoint.supported_parameters.includes(parameter))
+          ) {
+            exclude('provider.require_parameters');
+            continue;
+          }
+          if (
+            maxOutput !== undefined &&
+            endpoint.max_completion_tokens !== null &&
+            maxOutput > endpoint.max_completion_tokens
+          ) {
+            exclude('its maximum output is below the requested max tokens');
+            continue;
+          }
+          kept.push({ model, endpoint, protocol, target });
+        }
+        return kept;
+      });
+
+      const sort = typeof provider.sort === 'string' ? { by: provider.sort } : provider.sort;
+      const partition = sort?.partition ?? 'model';
+      const orderGroup = (group: Candidate[]): Candidate[] => {
+        let ordered: Candidate[];
+        if (provider.order?.length) {
+          const rank = (candidate: Candidate) => {
+            const index = provider.order!.findIndex((entry) => namesProvider(entry, candidate.endpoint));
+            return index === -1 ? Number.POSITIVE_INFINITY : index;
+          };
+          const listed = group.filter((candidate) => rank(candidate) !== Number.POSITIVE_INFINITY);
+          const rest = group.filter((candidate) => rank(candidate) === Number.POSITIVE_INFINITY);
+          ordered = [
+            ...listed.sort((a, b) => rank(a) - rank(b)),
+            ...(sort ? sortBy(rest, sort.by) : priceWeighted(rest)),
+          ];
+        } else if (sort) {
+          ordered = sortBy(group, sort.by);
+        } else {
+          // Default: healthy endpoints first, each group shuffled by inverse square of price.
+          const healthy = group.filter((candidate) => !health.isCoolingDown(candidate.endpoint.id));
+          const cooling = group.filter((candidate) => health.isCoolingDown(candidate.endpoint.id));
+          ordered = [...priceWeighted(healthy), ...sortBy(cooling, 'price')];
+        }
+        if (provider.preferred_max_latency !== undefined || provider.preferred_min_throughput !== undefined) {
+          ordered = moveBack(ordered, (candidate) => meetsPerformance(candidate, provider));
+        }
+        if (
+          used.includes('tools') ||
+          used.includes('response_format') ||
+          used.includes('structured_outputs')
+        ) {
+          const soft = used.filter((parameter) =>
+            ['tools', 'response_format', 'structured_outputs'].includes(parameter),
+          );
+          ordered = moveBack(ordered, (candidate) =>
+            soft.every((parameter) => candidate.endpoint.supported_parameters.includes(parameter)),
+          );
+        }
+        if (sort || provider.order?.length) {
+          ordered = moveBack(ordered, (candidate) => !health.isCoolingDown(candidate.endpoint.id));
+        }
+        // Without `order`, allow_fallbacks false keeps only the first choice of each model.
+        if (provider.allow_fallbacks === false && !provider.order?.length) ordered = ordered.slice(0, 1);
+        return ordered;
+      };
+
+      let candidates =
+        partition === 'none' && sort
+          ? orderGroup(groups.flat())
+          : groups.flatMap((group) => orderGroup(group));
+      if (input.stickyEndpointId) {
+        const sticky = candidates.find(
+          (candidate) =>
+            candidate.endpoint.id === input.stickyEndpointId && !health.isCoolingDown(candidate.endpoint.id),
+        );
+        if (sticky) candidates = [sticky, ...candidates.filter((candidate) => candidate !== sticky)];
+      }
+
+      if (candidates.length === 0) {
+        const names = models.map((model) => model.id).join(', ');
+        const reasons = [...excluded.entries()].map(([reason, count]) => `${count} excluded by ${reason}`);
+        const why = totalEndpoints === 0 ? 'the model has no endpoints' : reasons.join('; ');
+        throw new AppError('not_found', `No endpoints available for ${names}: ${why}`, {
+          metadata: { error_type: 'not_found' },
+        });
+      }
+      return { candidates, strategy: models.length > 1 ? 'fallback' : 'direct', totalEndpoints };
+    },
+  };
+}
+
+function withinMaxPrice(
+  endpoint: SnapshotEndpoint,
+  maxPrice: NonNullable<ProviderPreferences['max_price']>,
+): boolean {
+  const perUnit = (value: unknown): number | null => {
+    if (typeof value !== 'string') return null;
+    const number = Number(value);
+    return Number.isFinite(number) && number >= 0 ? number : null;
+  };
+  const checks: Array<[number | undefined, number | null]> = [
+    [maxPrice.prompt, perMillionOrNull(endpoint.pricing.prompt)],
+    [maxPrice.completion, perMillionOrNull(endpoint.pricing.completion)],
+    [maxPrice.request, perUnit(endpoint.pricing.request)],
+    [maxPrice.image, perUnit(endpoint.pricing.image)],
+    [maxPrice.audio, perUnit(endpoint.pricing.audio)],
+  ];
+  return checks.every(([limit, price]) => limit === undefined || price === null || price <= limit);
+}
+
+function perMillionOrNull(price: unknown): number | null {
+  if (typeof price !== 'string') return null;
+  const value = perMillion(price);
+  return Number.isFinite(value) && value >= 0 ? value : null;
+}
+
+export type AttemptPlanner = ReturnType<typeof createAttemptPlanner>;
