@@ -39,15 +39,20 @@ describe('ops endpoints and the error renderer', () => {
     assert.equal(document.status, 200);
     assert.equal(document.body.openapi, '3.1.0');
     assert.deepEqual(Object.keys(document.body.paths).sort(), [
+      '/chat/completions',
       '/credits',
+      '/embeddings',
       '/endpoints/zdr',
+      '/generation',
       '/key',
       '/keys',
       '/keys/{hash}',
+      '/messages',
       '/models',
       '/models/count',
       '/models/{author}/{slug}/endpoints',
       '/providers',
+      '/responses',
     ]);
     const create = document.body.paths['/keys'].post;
     assert.deepEqual(create.requestBody.content['application/json'].schema.required, ['name']);

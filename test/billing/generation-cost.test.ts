@@ -57,22 +57,23 @@ describe('generation cost in nano-dollars', () => {
     assert.deepEqual(plain, { totalNanos: 180_000, inputNanos: 30_000, outputNanos: 150_000 });
   });
 
-  it('adds the per-request price once, applies the discount, and rounds once to the nano-dollar', () => {
+  it('adds the per-request price once, ignores the display-only discount, and rounds once', () => {
+    // Catalogue prices are already discounted (streamlake: $1.74/M × (1 − 0.8982) = $0.177132/M).
     const cost = generationCost(
       { prompt: '0.0000000125', completion: '0', request: '0.001', discount: 0.2 },
       usage({ inputTokens: 3 }),
     );
-    // (3 × 12.5 + 1,000,000) × 0.8 = 800,030 nano-dollars
-    assert.equal(cost.totalNanos, 800_030);
+    // 3 × 12.5 + 1,000,000 = 1,000,037.5 → 1,000,038 nano-dollars
+    assert.equal(cost.totalNanos, 1_000_038);
     assert.equal(
       generationCost({ prompt: '0.0000000125', completion: '0' }, usage({ inputTokens: 1 })).totalNanos,
       13,
     );
-    assert.equal(
-      generationCost({ prompt: '0.000001', completion: '0.000001', discount: 1 }, usage({ inputTokens: 99 }))
-        .totalNanos,
-      0,
-    );
+  });
+
+  it('caps an absurd reported usage at the largest exact amount', () => {
+    const cost = generationCost({ prompt: '1000', completion: '1000' }, usage({ inputTokens: 1e15 }));
+    assert.equal(cost.totalNanos, Number.MAX_SAFE_INTEGER);
   });
 
   it('never counts more cached or reasoning tokens than tokens', () => {

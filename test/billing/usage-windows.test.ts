@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { usdToNanos } from '../../src/billing/money.js';
-import { sumWindows, windowStartDays } from '../../src/billing/usage-windows.js';
+import { sumWindows, windowEndsAt, windowStartDays } from '../../src/billing/usage-windows.js';
 import { fixedClock } from '../../src/platform/clock.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
 
@@ -105,5 +105,18 @@ describe('key usage and limit_remaining over HTTP', () => {
     );
     assert.equal(listed.usage, 3.25);
     assert.equal(listed.usage_monthly, 2);
+  });
+});
+
+describe('window ends', () => {
+  it('ends days at midnight UTC, weeks on Monday and months on the 1st', () => {
+    const at = new Date('2026-11-22T15:30:00Z'); // a Sunday
+    assert.equal(new Date(windowEndsAt('daily', at)).toISOString(), '2026-11-23T00:00:00.000Z');
+    assert.equal(new Date(windowEndsAt('weekly', at)).toISOString(), '2026-11-23T00:00:00.000Z');
+    assert.equal(new Date(windowEndsAt('monthly', at)).toISOString(), '2026-12-01T00:00:00.000Z');
+    const monday = new Date('2026-11-23T00:00:00Z');
+    assert.equal(new Date(windowEndsAt('weekly', monday)).toISOString(), '2026-11-30T00:00:00.000Z');
+    const december = new Date('2026-12-31T23:59:59Z');
+    assert.equal(new Date(windowEndsAt('monthly', december)).toISOString(), '2027-01-01T00:00:00.000Z');
   });
 });

@@ -61,6 +61,20 @@ describe('authentication', () => {
     assert.equal(response.status, 200);
   });
 
+  it("accepts Anthropic's x-api-key header when there is no Authorization header", async () => {
+    const response = await gateway.request('GET', '/api/v1/key', {
+      key: null,
+      headers: { 'x-api-key': inferenceKey },
+    });
+    assert.equal(response.status, 200);
+    assert.equal(response.body.data.is_management_key, false);
+    const wrong = await gateway.request('GET', '/api/v1/key', {
+      key: null,
+      headers: { 'x-api-key': 'sk-nope' },
+    });
+    assert.equal(wrong.status, 401);
+  });
+
   it('refuses an inference key on management operations with 403', async () => {
     for (const [method, path] of [
       ['GET', '/api/v1/keys'],

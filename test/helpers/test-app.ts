@@ -82,6 +82,11 @@ export async function startTestApp(
     clock?: Clock;
     database?: IsolatedDatabase;
     redisPrefix?: string;
+    /**
+     * Keep the built-in demo provider in the catalogue. Off by default here, so catalogue tests
+     * compare the gateway with the bundled snapshot alone; inference tests turn it on.
+     */
+    demo?: boolean;
   } = {},
 ): Promise<TestApp> {
   const database = options.database ?? isolatedDatabase();
@@ -96,6 +101,10 @@ export async function startTestApp(
       redis_prefix: options.redisPrefix ?? `switchyard-test-${randomBytes(6).toString('hex')}:`,
       ...database.settings,
       ...options.config,
+      providers: {
+        ...(options.demo ? {} : { switchyard: { enabled: false } }),
+        ...(options.config?.providers as Record<string, unknown> | undefined),
+      },
     },
   );
   const { app, services } = await buildApp({ config, ...(options.clock ? { clock: options.clock } : {}) });

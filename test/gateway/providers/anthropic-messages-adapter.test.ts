@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { createAnthropicMessagesAdapter } from '../../../src/gateway/providers/anthropic/anthropic-messages-adapter.js';
 import { createUpstreamHttp } from '../../../src/gateway/providers/shared/upstream-http.js';
 import type { AdapterCall } from '../../../src/spec/provider-adapter.js';
-import { UpstreamError } from '../../../src/spec/upstream-error.js';
+import { UnsupportedRequestError, UpstreamError } from '../../../src/spec/upstream-error.js';
 import { collect, startFakeUpstream } from '../../helpers/fake-upstream.js';
 
 // Anthropic names every SSE frame (`event: <type>`) and repeats the type inside the data;
@@ -276,8 +276,14 @@ describe('Anthropic Messages adapter against a fake upstream', () => {
     bad.request.input = [
       { type: 'function-call', callId: 'toolu_x', name: 'weather', arguments: '{"city":' },
     ];
-    await assert.rejects(adapter.generate(bad), (caught: unknown) => caught instanceof TypeError);
-    await assert.rejects(collect(adapter.stream(bad)), (caught: unknown) => caught instanceof TypeError);
+    await assert.rejects(
+      adapter.generate(bad),
+      (caught: unknown) => caught instanceof UnsupportedRequestError,
+    );
+    await assert.rejects(
+      collect(adapter.stream(bad)),
+      (caught: unknown) => caught instanceof UnsupportedRequestError,
+    );
     assert.equal(upstream.requests.length, before, 'nothing was sent');
   });
 

@@ -5,7 +5,7 @@ import { createGeminiAdapter } from '../../../src/gateway/providers/gemini/gemin
 import { createUpstreamHttp } from '../../../src/gateway/providers/shared/upstream-http.js';
 import type { AdapterCall } from '../../../src/spec/provider-adapter.js';
 import type { StreamPart } from '../../../src/spec/stream-part.js';
-import { UpstreamError } from '../../../src/spec/upstream-error.js';
+import { UnsupportedRequestError, UpstreamError } from '../../../src/spec/upstream-error.js';
 import { collect, startFakeUpstream } from '../../helpers/fake-upstream.js';
 
 // Bodies in the shape Gemini's v1beta API sends them: every reply and stream chunk is a
@@ -257,9 +257,11 @@ describe('Gemini adapter against a fake upstream', () => {
       },
     };
     await assert.rejects(adapter.generate(bad), (caught: unknown) => {
-      return caught instanceof TypeError && /call_0 \(weather\).*not valid JSON/.test(caught.message);
+      return (
+        caught instanceof UnsupportedRequestError && /call_0 \(weather\).*not valid JSON/.test(caught.message)
+      );
     });
-    await assert.rejects(collect(adapter.stream(bad)), TypeError);
+    await assert.rejects(collect(adapter.stream(bad)), UnsupportedRequestError);
     assert.equal(upstream.requests.length, sentBefore);
   });
 

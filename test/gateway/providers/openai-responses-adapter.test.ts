@@ -4,7 +4,7 @@ import { after, before, describe, it } from 'node:test';
 import { createOpenAiResponsesAdapter } from '../../../src/gateway/providers/openai-responses/openai-responses-adapter.js';
 import { createUpstreamHttp } from '../../../src/gateway/providers/shared/upstream-http.js';
 import type { AdapterCall } from '../../../src/spec/provider-adapter.js';
-import { UpstreamError } from '../../../src/spec/upstream-error.js';
+import { UnsupportedRequestError, UpstreamError } from '../../../src/spec/upstream-error.js';
 import { collect, startFakeUpstream } from '../../helpers/fake-upstream.js';
 
 // The Responses stream names every SSE frame (`event: <type>`), repeats the type inside the data
@@ -302,7 +302,7 @@ describe('OpenAI Responses adapter against a fake upstream', () => {
     assert.deepEqual(Object.keys(bare), ['model', 'input', 'store']);
   });
 
-  it('refuses audio input with a TypeError before any request is sent', async () => {
+  it('refuses audio input with an UnsupportedRequestError before any request is sent', async () => {
     const before = upstream.requests.length;
     const withAudio = call();
     withAudio.request.input = [
@@ -310,11 +310,11 @@ describe('OpenAI Responses adapter against a fake upstream', () => {
     ];
     await assert.rejects(
       adapter.generate(withAudio),
-      (caught: unknown) => caught instanceof TypeError && /audio/.test(caught.message),
+      (caught: unknown) => caught instanceof UnsupportedRequestError && /audio/.test(caught.message),
     );
     await assert.rejects(
       collect(adapter.stream(withAudio)),
-      (caught: unknown) => caught instanceof TypeError,
+      (caught: unknown) => caught instanceof UnsupportedRequestError,
     );
     assert.equal(upstream.requests.length, before, 'nothing was sent');
   });

@@ -1,0 +1,221 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { startFakeUpstream } from '../../helpers/fake-upstream.js';
+import { startTestApp, type TestApp } from '../../helpers/test-app.js';
+
+/**
+ * Each ingress surface reaching each upstream protocol: a chat-completions client served by an
+ * Anthropic Messages upstream, a Messages client by a Gemini upstream, a Responses client by an
+ * OpenAI Responses upstream. The fake upstreams answer in their provider's real wire format; the
+ * assertions check what the upstream received and what the client got back, cost included.
+ */
+describe('cross-protocol translation through the whole gateway', () => {
+  let anthropic: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let gemini: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let openai: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let gateway: TestApp;
+  let key: string;
+
+  before(async () => {
+    [anthropic, gemini, openai] = await Promise.all([
+      startFakeUpstream(),
+      startFakeUpstream(),
+      startFakeUpstream(),
+    ]);
+    gateway = await startTestApp({
+      config: {
+        credits: { initial: 10 },
+        providers: {
+          anthropic: { api_key: 'sk-ant-test', base_url: `${anthropic.url}/v1` },
+          'google-ai-studio': { api_key: 'goog-test', base_url: `${gemini.url}/v1beta` },
+          openai: { api_key: 'sk-openai-test', base_url: `${openai.url}/v1` },
+        },
+      },
+    });
+    key = (await gateway.request('POST', '/api/v1/keys', { body: { name: 'app' } })).body.key;
+  });
+  after(async () => {
+    await gateway.close();
+    await Promise.all([anthropic.close(), gemini.close(), openai.close()]);
+  });
+
+  it('serves chat completions from an Anthropic Messages upstream, streamed and not', async () => {
+    anthropic.handle((request, response) => {
+      const body = request.body as { stream?: boolean };
+      if (!body.stream) {
+        response.writeHead(200, { 'content-type': 'application/json' }).end(
+          JSON.stringify({
+            id: 'msg_up_1',
+            type: 'message',
+            role: 'assistant',
+            model: 'claude-haiku-4-5-20251001',
+            content: [{ type: 'text', text: 'Bonjour!' }],
+            stop_reason: 'end_turn',
+            stop_sequence: null,
+            usage: {
+              input_tokens: 20,
+              output_tokens: 4,
+              cache_read_input_tokens: 0,
+              cache_creation_input_tokens: 0,
+            },
+          }),
+        );
+        return;
+      }
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      const events: Array<[string, unknown]> = [
+        [
+          'message_start',
+          {
+            type: 'message_start',
+            message: {
+              id: 'msg_up_2',
+              type: 'message',
+              role: 'assistant',
+              model: 'claude-haiku-4-5-20251001',
+              content: [],
+              stop_reason: null,
+              usage: { input_tokens: 20, output_tokens: 1 },
+            },
+          },
+        ],
+        [
+          'content_block_start',
+          { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } },
+        ],
+        [
+          'content_block_delta',
+          { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Bon' } },
+        ],
+        [
+          'content_block_delta',
+          { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'jour!' } },
+        ],
+        ['content_block_stop', { type: 'content_block_stop', index: 0 }],
+        [
+          'message_delta',
+          {
+            type: 'message_delta',
+            delta: { stop_reason: 'end_turn', stop_sequence: null },
+            usage: { output_tokens: 4 },
+          },
+        ],
+        ['message_stop', { type: 'message_stop' }],
+      ];
+      for (const [event, data] of events)
+        response.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+      response.end();
+    });
+    const body = {
+      model: 'anthropic/claude-haiku-4.5',
+      messages: [
+        { role: 'system', content: 'Answer in French.' },
+        { role: 'user', content: 'Hello' },
+      ],
+      max_tokens: 100,
+    };
+    const reply = await gateway.request('POST', '/api/v1/chat/completions', { key, body });
+    assert.equal(reply.status, 200, reply.text);
+    assert.equal(reply.body.choices[0].message.content, 'Bonjour!');
+    assert.equal(reply.body.choices[0].finish_reason, 'stop');
+    assert.equal(reply.body.provider, 'Anthropic');
+    // claude-haiku-4.5 at $1/M input and $5/M output: 20 × 1,000 + 4 × 5,000 nano-dollars.
+    assert.equal(reply.body.usage.cost, 0.00004);
+    const sent = anthropic.requests.at(-1)!;
+    assert.equal(sent.url, '/v1/messages');
+    assert.equal(sent.headers['x-api-key'], 'sk-ant-test');
+    const upstreamBody = sent.body as Record<string, any>;
+    assert.equal(upstreamBody.model, 'claude-haiku-4-5-20251001');
+    assert.equal(upstreamBody.max_tokens, 100);
+    assert.match(JSON.stringify(upstreamBody.system), /Answer in French\./);
+    assert.deepEqual(upstreamBody.messages, [{ role: 'user', content: [{ type: 'text', text: 'Hello' }] }]);
+
+    const streamed = await gateway.request('POST', '/api/v1/chat/completions', {
+      key,
+      body: { ...body, stream: true },
+    });
+    assert.equal(streamed.status, 200, streamed.text);
+    const chunks = streamed.text
+      .split('\n\n')
+      .filter((frame) => frame.startsWith('data: ') && frame !== 'data: [DONE]')
+      .map((frame) => JSON.parse(frame.slice(6)));
+    const text = chunks
+      .flatMap((chunk) => chunk.choices.map((choice: any) => choice.delta.content ?? ''))
+      .join('');
+    assert.equal(text, 'Bonjour!');
+    assert.deepEqual(chunks.at(-1).choices, []);
+    assert.equal(chunks.at(-1).usage.completion_tokens, 4);
+    assert.ok(streamed.text.trimEnd().endsWith('data: [DONE]'));
+  });
+
+  it('serves Anthropic Messages from a Gemini upstream', async () => {
+    gemini.handle((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          candidates: [
+            { content: { role: 'model', parts: [{ text: 'Hallo!' }] }, finishReason: 'STOP', index: 0 },
+          ],
+          usageMetadata: { promptTokenCount: 10, candidatesTokenCount: 2, totalTokenCount: 12 },
+          modelVersion: 'gemini-2.5-flash',
+        }),
+      );
+    });
+    const reply = await gateway.request('POST', '/api/v1/messages', {
+      key,
+      body: { model: 'google/gemini-2.5-flash', max_tokens: 50, messages: [{ role: 'user', content: 'Hi' }] },
+    });
+    assert.equal(reply.status, 200, reply.text);
+    assert.equal(reply.body.type, 'message');
+    assert.deepEqual(reply.body.content, [{ type: 'text', text: 'Hallo!' }]);
+    assert.equal(reply.body.stop_reason, 'end_turn');
+    assert.equal(reply.body.usage.input_tokens, 10);
+    assert.equal(reply.body.usage.output_tokens, 2);
+    const sent = gemini.requests.at(-1)!;
+    assert.equal(sent.url, '/v1beta/models/gemini-2.5-flash:generateContent');
+    assert.equal(sent.headers['x-goog-api-key'], 'goog-test');
+    assert.deepEqual((sent.body as any).contents, [{ role: 'user', parts: [{ text: 'Hi' }] }]);
+    assert.equal((sent.body as any).generationConfig.maxOutputTokens, 50);
+  });
+
+  it('serves Responses from an OpenAI Responses upstream, with the generation record', async () => {
+    openai.handle((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          id: 'resp_up_1',
+          object: 'response',
+          status: 'completed',
+          model: 'gpt-4.1-mini',
+          output: [
+            {
+              type: 'message',
+              id: 'msg_up',
+              role: 'assistant',
+              status: 'completed',
+              content: [{ type: 'output_text', text: 'Hi there', annotations: [] }],
+            },
+          ],
+          usage: { input_tokens: 8, output_tokens: 3, total_tokens: 11 },
+        }),
+      );
+    });
+    const reply = await gateway.request('POST', '/api/v1/responses', {
+      key,
+      body: { model: 'openai/gpt-4.1-mini', input: 'Say hi', instructions: 'Be brief.' },
+    });
+    assert.equal(reply.status, 200, reply.text);
+    assert.equal(reply.body.output_text, 'Hi there');
+    assert.equal(reply.body.status, 'completed');
+    assert.equal(reply.body.usage.input_tokens, 8);
+    const sent = openai.requests.at(-1)!;
+    assert.equal(sent.url, '/v1/responses');
+    assert.equal(sent.headers.authorization, 'Bearer sk-openai-test');
+    assert.equal((sent.body as any).model, 'gpt-4.1-mini-2025-04-14');
+    assert.equal((sent.body as any).instructions, 'Be brief.');
+    const id = reply.headers.get('x-generation-id');
+    const record = await gateway.request('GET', `/api/v1/generation?id=${id}`, { key });
+    assert.equal(record.status, 200, record.text);
+    assert.equal(record.body.data.provider_name, 'OpenAI');
+    assert.equal(record.body.data.upstream_id, 'resp_up_1');
+    assert.equal(record.body.data.tokens_prompt, 8);
+  });
+});

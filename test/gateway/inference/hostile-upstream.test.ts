@@ -1,0 +1,194 @@
+import assert from 'node:assert/strict';
+import { after, before, beforeEach, describe, it } from 'node:test';
+import { startFakeUpstream } from '../../helpers/fake-upstream.js';
+import { startTestApp, type TestApp } from '../../helpers/test-app.js';
+import {
+  ACME_MODEL,
+  acmeCatalog,
+  chatCompletion,
+  createKey,
+  generationId,
+  generationRecord,
+  keyInfo,
+  sseData,
+  waitFor,
+} from './harness.js';
+
+/**
+ * What a careless or broken upstream (or client) sends must not cost a 500, a leaked reservation or
+ * free generations: fractional or absurd usage, no usage at all, a refused credential, requests a
+ * protocol cannot carry, and a max_tokens no endpoint could honour.
+ */
+describe('hostile upstreams and careless clients', () => {
+  let fake: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let second: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let gateway: TestApp;
+
+  before(async () => {
+    [fake, second] = await Promise.all([startFakeUpstream(), startFakeUpstream()]);
+    const catalog = acmeCatalog(`${fake.url}/v1`);
+    catalog.providers.push({ slug: 'beta', name: 'Beta', base_url: `${second.url}/v1` }, {
+      slug: 'claude-like',
+      name: 'Claude-like',
+      base_url: `${second.url}/v1`,
+      adapter: 'AnthropicMessageAdapter',
+    } as never);
+    catalog.models.push(
+      { ...catalog.models[0]!, id: 'beta/widget-2', name: 'Beta Widget 2', provider: 'beta' },
+      {
+        ...catalog.models[0]!,
+        id: 'claude-like/widget-3',
+        name: 'Claude-like Widget 3',
+        provider: 'claude-like',
+      },
+    );
+    gateway = await startTestApp({
+      config: {
+        credits: { initial: 100 },
+        catalog,
+        providers: { acme: { api_key: 'a' }, beta: { api_key: 'b' }, 'claude-like': { api_key: 'c' } },
+      },
+    });
+  });
+  beforeEach(() => {
+    second.handle((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' }).end(chatCompletion('from beta'));
+    });
+  });
+  after(async () => {
+    await gateway.close();
+    await Promise.all([fake.close(), second.close()]);
+  });
+
+  const chat = (key: string, body: Record<string, unknown>) =>
+    gateway.request('POST', '/api/v1/chat/completions', {
+      key,
+      body: { model: ACME_MODEL, messages: [{ role: 'user', content: 'hello' }], ...body },
+    });
+
+  it('bills fractional usage rounded down and releases the reservation', async () => {
+    const { key } = await createKey(gateway, { name: 'limited', limit: 0.01 });
+    fake.handle((_request, response) => {
+      response
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(chatCompletion('ok', { prompt_tokens: 10.5, completion_tokens: 2.9, total_tokens: 13.4 }));
+    });
+    const reply = await chat(key, { max_tokens: 100 });
+    assert.equal(reply.status, 200, reply.text);
+    assert.equal(reply.body.usage.prompt_tokens, 10);
+    assert.equal(reply.body.usage.completion_tokens, 2);
+    // 10 × 1,000 + 2 × 2,000 nano-dollars, and the key is not left blocked by a stuck reservation.
+    assert.equal(reply.body.usage.cost, 0.000014);
+    const again = await chat(key, { max_tokens: 100 });
+    assert.equal(again.status, 200, again.text);
+  });
+
+  it('caps absurd reported usage so records and billing keep flowing', async () => {
+    const { key } = await createKey(gateway);
+    fake.handle((_request, response) => {
+      response
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(chatCompletion('ok', { prompt_tokens: 1e19, completion_tokens: 1, total_tokens: 1e19 }));
+    });
+    const absurd = await chat(key, {});
+    assert.equal(absurd.status, 200, absurd.text);
+    // Counted at most the endpoint's context (100,000 tokens): billed $0.1 + $0.000002, not millions.
+    assert.equal(absurd.body.usage.prompt_tokens, 100_000);
+    assert.equal(absurd.body.usage.cost, 0.100002);
+    const record = await generationRecord(gateway, key, generationId(absurd));
+    assert.equal(record.tokens_prompt, 100_000);
+    await waitFor('the record to be written', () => gateway.services.generations.pending() === 0);
+  });
+
+  it('bills a reply without usage from what crossed the wire', async () => {
+    const { key } = await createKey(gateway);
+    fake.handle((_request, response) => {
+      const body = JSON.parse(chatCompletion('twelve chars'));
+      delete body.usage;
+      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+    });
+    const reply = await chat(key, {});
+    assert.equal(reply.status, 200, reply.text);
+    assert.ok(reply.body.usage.prompt_tokens > 0, JSON.stringify(reply.body.usage));
+    assert.equal(reply.body.usage.completion_tokens, 3);
+    assert.ok(reply.body.usage.cost > 0);
+  });
+
+  it('answers a max_tokens no endpoint can honour without a 500', async () => {
+    const { key } = await createKey(gateway);
+    fake.handle((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' }).end(chatCompletion('ok'));
+    });
+    for (const maxTokens of [5e12, Number.MAX_SAFE_INTEGER, 1e300]) {
+      const reply = await chat(key, { max_tokens: maxTokens });
+      assert.ok(reply.status < 500, `${maxTokens}: ${reply.status} ${reply.text}`);
+    }
+  });
+
+  it('fails over when a provider refuses its credential, and says 502 rather than 401', async () => {
+    const { key } = await createKey(gateway);
+    fake.handle((_request, response) => {
+      response.writeHead(401, { 'content-type': 'application/json' }).end('{"error":{"message":"bad key"}}');
+    });
+    const fallback = await chat(key, { models: ['beta/widget-2'] });
+    assert.equal(fallback.status, 200, fallback.text);
+    assert.equal(fallback.body.choices[0].message.content, 'from beta');
+    const alone = await chat(key, {});
+    assert.equal(alone.status, 502, alone.text);
+    assert.equal(alone.body.error.metadata.error_type, 'provider_unavailable');
+  });
+
+  it('moves past a protocol that cannot carry the request, and answers 400 when none can', async () => {
+    const { key } = await createKey(gateway);
+    const unparseable = {
+      messages: [
+        { role: 'user', content: 'call it' },
+        {
+          role: 'assistant',
+          tool_calls: [{ id: 'c1', type: 'function', function: { name: 'f', arguments: '{' } }],
+        },
+        { role: 'tool', tool_call_id: 'c1', content: 'done' },
+      ],
+    };
+    const alone = await chat(key, { model: 'claude-like/widget-3', ...unparseable });
+    assert.equal(alone.status, 400, alone.text);
+    assert.match(alone.body.error.message, /not valid JSON/);
+    const next = await chat(key, {
+      model: 'claude-like/widget-3',
+      models: ['beta/widget-2'],
+      ...unparseable,
+    });
+    assert.equal(next.status, 200, next.text);
+    assert.equal(next.body.model, 'beta/widget-2');
+    // Only the answered request was billed: the refused candidates released their reservations.
+    const info = await keyInfo(gateway, key);
+    assert.equal(info.usage, next.body.usage.cost);
+  });
+
+  it('cuts a stream whose upstream sends an unbounded event', async () => {
+    const { key } = await createKey(gateway);
+    fake.handle((_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.write(
+        `data: ${JSON.stringify({ id: 'x', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: 'a' } }] })}\n\n`,
+      );
+      const blob = 'x'.repeat(1024 * 1024);
+      let sent = 0;
+      const timer = setInterval(() => {
+        if (sent++ > 8 || response.destroyed) {
+          clearInterval(timer);
+          response.end();
+          return;
+        }
+        response.write(blob);
+      }, 5);
+    });
+    const reply = await chat(key, { stream: true });
+    assert.equal(reply.status, 200);
+    const chunks = sseData(reply.text);
+    assert.ok(
+      chunks.some((chunk) => chunk.error),
+      reply.text.slice(0, 500),
+    );
+  });
+});

@@ -1,0 +1,319 @@
+// The official `@anthropic-ai/sdk`, unmodified (only baseURL and apiKey set), against a real
+// gateway's `/api/v1/messages`: the SDK appends `/v1/messages` to a baseURL of `<gateway>/api`.
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import Anthropic from '@anthropic-ai/sdk';
+import { startTestApp, type TestApp } from '../helpers/test-app.js';
+
+const SENTENCE = 'The quick brown fox jumps over the lazy dog.';
+
+const weatherTool: Anthropic.Tool = {
+  name: 'get_weather',
+  description: 'Current weather in a city',
+  input_schema: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+};
+
+async function rejection(promise: Promise<unknown>): Promise<InstanceType<typeof Anthropic.APIError>> {
+  try {
+    await promise;
+  } catch (error) {
+    assert.ok(error instanceof Anthropic.APIError, `expected an APIError, got ${String(error)}`);
+    return error;
+  }
+  assert.fail('expected the call to fail');
+}
+
+describe('@anthropic-ai/sdk: messages against the demo provider', () => {
+  let gateway: TestApp;
+  let key: string;
+  let client: Anthropic;
+  const clientWith = (apiKey: string) =>
+    new Anthropic({ baseURL: `${gateway.url}/api`, apiKey, maxRetries: 0 });
+  before(async () => {
+    gateway = await startTestApp({ demo: true });
+    const created = await gateway.request('POST', '/api/v1/keys', { body: { name: 'sdk' } });
+    assert.equal(created.status, 200, created.text);
+    key = created.body.key;
+    client = clientWith(key);
+  });
+  after(() => gateway.close());
+
+  it('create: text content, stop_reason, usage, id', async () => {
+    const { data: message, response } = await client.messages
+      .create({
+        model: 'switchyard/echo',
+        max_tokens: 256,
+        system: 'Repeat after me.',
+        messages: [{ role: 'user', content: 'hello from the sdk' }],
+      })
+      .withResponse();
+    assert.equal(message.type, 'message');
+    assert.equal(message.role, 'assistant');
+    assert.equal(typeof message.id, 'string');
+    assert.ok(message.id.length > 0);
+    assert.match(response.headers.get('x-generation-id') ?? '', /^gen-/);
+    assert.equal(message.model, 'switchyard/echo');
+    assert.deepEqual(
+      message.content.map((block) => block.type),
+      ['text'],
+    );
+    const [block] = message.content;
+    assert.ok(block?.type === 'text');
+    assert.equal(block.text, 'hello from the sdk');
+    assert.equal(message.stop_reason, 'end_turn');
+    assert.equal(message.stop_sequence, null);
+    assert.ok(message.usage.input_tokens > 0);
+    assert.ok(message.usage.output_tokens > 0);
+  });
+
+  it('create: max_tokens cut → stop_reason max_tokens', async () => {
+    const message = await client.messages.create({
+      model: 'switchyard/echo',
+      max_tokens: 4,
+      messages: [{ role: 'user', content: 'x'.repeat(100) }],
+    });
+    assert.equal(message.stop_reason, 'max_tokens');
+    const [block] = message.content;
+    assert.ok(block?.type === 'text');
+    assert.equal(block.text, 'x'.repeat(16));
+  });
+
+  it('create with content blocks and an earlier assistant turn', async () => {
+    const message = await client.messages.create({
+      model: 'switchyard/echo',
+      max_tokens: 256,
+      messages: [
+        { role: 'user', content: [{ type: 'text', text: 'first' }] },
+        { role: 'assistant', content: 'ok' },
+        { role: 'user', content: [{ type: 'text', text: 'second' }] },
+      ],
+    });
+    const [block] = message.content;
+    assert.ok(block?.type === 'text');
+    assert.equal(block.text, 'second');
+  });
+
+  it('messages.stream(): text events and finalMessage()', async () => {
+    const stream = client.messages.stream({
+      model: 'switchyard/scripted',
+      max_tokens: 256,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    const deltas: string[] = [];
+    const events: string[] = [];
+    stream.on('text', (delta) => deltas.push(delta));
+    stream.on('streamEvent', (event) => events.push(event.type));
+    const final = await stream.finalMessage();
+    assert.equal(deltas.join(''), SENTENCE);
+    assert.equal(events[0], 'message_start');
+    assert.equal(events.at(-1), 'message_stop');
+    assert.equal(final.stop_reason, 'end_turn');
+    assert.ok(final.usage.output_tokens > 0);
+    const [block] = final.content;
+    assert.ok(block?.type === 'text');
+    assert.equal(block.text, SENTENCE);
+  });
+
+  it('create({ stream: true }): the raw events in order', async () => {
+    const stream = await client.messages.create({
+      model: 'switchyard/scripted',
+      max_tokens: 256,
+      messages: [{ role: 'user', content: 'hi' }],
+      stream: true,
+    });
+    const events: Anthropic.RawMessageStreamEvent[] = [];
+    for await (const event of stream) events.push(event);
+    const types = events.map((event) => event.type);
+    const deltas = types.filter((type) => type === 'content_block_delta').length;
+    assert.deepEqual(types, [
+      'message_start',
+      'content_block_start',
+      ...Array(deltas).fill('content_block_delta'),
+      'content_block_stop',
+      'message_delta',
+      'message_stop',
+    ]);
+    const start = events[0];
+    assert.ok(start?.type === 'message_start');
+    assert.equal(start.message.role, 'assistant');
+    assert.deepEqual(start.message.content, []);
+    const delta = events.at(-2);
+    assert.ok(delta?.type === 'message_delta');
+    assert.equal(delta.delta.stop_reason, 'end_turn');
+    assert.ok(delta.usage.output_tokens > 0);
+  });
+
+  it('tool use round trip: a tool_use block, then tool_result sent back', async () => {
+    const messages: Anthropic.MessageParam[] = [{ role: 'user', content: 'What is the weather in Paris?' }];
+    const first = await client.messages.create({
+      model: 'switchyard/scripted',
+      max_tokens: 256,
+      messages,
+      tools: [weatherTool],
+    });
+    assert.equal(first.stop_reason, 'tool_use');
+    const toolUse = first.content.find((block) => block.type === 'tool_use');
+    assert.ok(toolUse?.type === 'tool_use', JSON.stringify(first.content));
+    assert.equal(toolUse.name, 'get_weather');
+    assert.deepEqual(toolUse.input, {});
+    assert.equal(typeof toolUse.id, 'string');
+
+    messages.push(
+      { role: 'assistant', content: first.content },
+      {
+        role: 'user',
+        content: [{ type: 'tool_result', tool_use_id: toolUse.id, content: '{"temperature_c":21}' }],
+      },
+    );
+    const second = await client.messages.create({ model: 'switchyard/scripted', max_tokens: 256, messages });
+    assert.equal(second.stop_reason, 'end_turn');
+    const [block] = second.content;
+    assert.ok(block?.type === 'text');
+    assert.equal(block.text, SENTENCE);
+  });
+
+  it('tool use streamed: inputJson events and the tool_use block in finalMessage()', async () => {
+    const stream = client.messages.stream({
+      model: 'switchyard/scripted',
+      max_tokens: 256,
+      messages: [{ role: 'user', content: 'What is the weather in Paris?' }],
+      tools: [weatherTool],
+    });
+    const final = await stream.finalMessage();
+    assert.equal(final.stop_reason, 'tool_use');
+    const toolUse = final.content.find((block) => block.type === 'tool_use');
+    assert.ok(toolUse?.type === 'tool_use', JSON.stringify(final.content));
+    assert.equal(toolUse.name, 'get_weather');
+    assert.deepEqual(toolUse.input, {});
+  });
+
+  it('unknown model → BadRequestError (400) with the Anthropic error type', async () => {
+    const error = await rejection(
+      client.messages.create({
+        model: 'nobody/no-such-model',
+        max_tokens: 256,
+        messages: [{ role: 'user', content: 'hi' }],
+      }),
+    );
+    assert.ok(error instanceof Anthropic.BadRequestError, error.constructor.name);
+    assert.equal(error.status, 400);
+    assert.equal(error.type, 'invalid_request_error');
+    assert.match(error.message, /no-such-model/);
+  });
+
+  it('a missing max_tokens → BadRequestError naming the field', async () => {
+    const error = await rejection(
+      client.messages.create({
+        model: 'switchyard/echo',
+        messages: [{ role: 'user', content: 'hi' }],
+      } as any),
+    );
+    assert.ok(error instanceof Anthropic.BadRequestError, error.constructor.name);
+    assert.match(error.message, /body\.max_tokens/);
+    // Anthropic's envelope on every /messages error, schema failures included (reference §9.3).
+    assert.equal(error.type, 'invalid_request_error', JSON.stringify(error.error));
+  });
+
+  it('an unknown key → AuthenticationError (401)', async () => {
+    const error = await rejection(
+      clientWith('sk-sy-v1-nope').messages.create({
+        model: 'switchyard/echo',
+        max_tokens: 256,
+        messages: [{ role: 'user', content: 'hi' }],
+      }),
+    );
+    assert.ok(error instanceof Anthropic.AuthenticationError, error.constructor.name);
+    assert.equal(error.status, 401);
+    // Anthropic's envelope on every /messages error, authentication included (reference §9.3).
+    assert.equal(error.type, 'authentication_error', JSON.stringify(error.error));
+  });
+
+  it('the management key → PermissionDeniedError (403)', async () => {
+    const error = await rejection(
+      clientWith(gateway.managementKey).messages.create({
+        model: 'switchyard/echo',
+        max_tokens: 256,
+        messages: [{ role: 'user', content: 'hi' }],
+      }),
+    );
+    assert.ok(error instanceof Anthropic.PermissionDeniedError, error.constructor.name);
+    assert.equal(error.status, 403);
+    assert.equal(error.type, 'permission_error');
+  });
+
+  it('switchyard/fail-429 → RateLimitError with Retry-After', async () => {
+    for (const stream of [false, true]) {
+      const error = await rejection(
+        client.messages.create({
+          model: 'switchyard/fail-429',
+          max_tokens: 256,
+          messages: [{ role: 'user', content: 'hi' }],
+          stream,
+        }),
+      );
+      assert.ok(error instanceof Anthropic.RateLimitError, error.constructor.name);
+      assert.equal(error.status, 429);
+      assert.equal(error.type, 'rate_limit_error');
+      assert.equal(error.headers?.get('retry-after'), '1');
+      // The envelope's request_id is the generation id (no `request-id` header is sent, so the
+      // SDK's error.requestID stays empty).
+      assert.match((error.error as any)?.request_id ?? '', /^gen-/);
+      assert.equal((error.error as any)?.error?.error_type, 'rate_limit_exceeded');
+    }
+  });
+
+  it('switchyard/fail-500 → InternalServerError', async () => {
+    const error = await rejection(
+      client.messages.create({
+        model: 'switchyard/fail-500',
+        max_tokens: 256,
+        messages: [{ role: 'user', content: 'hi' }],
+      }),
+    );
+    assert.ok(error instanceof Anthropic.InternalServerError, error.constructor.name);
+  });
+
+  it('a stream cut mid-way: text so far, then the SDK throws from the error event', async () => {
+    const stream = client.messages.stream({
+      model: 'switchyard/cut-mid-stream',
+      max_tokens: 256,
+      messages: [{ role: 'user', content: 'hi' }],
+    });
+    const deltas: string[] = [];
+    stream.on('text', (delta) => deltas.push(delta));
+    const error = await rejection(stream.finalMessage());
+    assert.equal(deltas.join(''), 'The quick ');
+    assert.equal(error.status, undefined);
+    assert.match(error.message, /connection cut/i);
+  });
+});
+
+describe('@anthropic-ai/sdk: the gateway rate limit', () => {
+  let gateway: TestApp;
+  let client: Anthropic;
+  before(async () => {
+    gateway = await startTestApp({
+      demo: true,
+      config: { limits: { rate_limit: { requests: 1, window_seconds: 60 } } },
+    });
+    const created = await gateway.request('POST', '/api/v1/keys', { body: { name: 'sdk' } });
+    assert.equal(created.status, 200, created.text);
+    client = new Anthropic({ baseURL: `${gateway.url}/api`, apiKey: created.body.key, maxRetries: 0 });
+  });
+  after(() => gateway.close());
+
+  it('a 429 from the key limit is a RateLimitError in the Anthropic envelope', async () => {
+    const params = {
+      model: 'switchyard/echo',
+      max_tokens: 256,
+      messages: [{ role: 'user' as const, content: 'hi' }],
+    };
+    // A window of a minute: unless the minute turns between the two calls, the second is refused.
+    if (60 - ((Date.now() / 1000) % 60) < 2) await new Promise((resolve) => setTimeout(resolve, 2100));
+    await client.messages.create(params);
+    const error = await rejection(client.messages.create(params));
+    assert.ok(error instanceof Anthropic.RateLimitError, error.constructor.name);
+    assert.equal(error.type, 'rate_limit_error', JSON.stringify(error.error));
+    assert.ok(Number(error.headers?.get('retry-after')) >= 1);
+  });
+});
