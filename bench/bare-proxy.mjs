@@ -47,3 +47,5 @@ const server = createServer(async (req, res) => {
 });
 server.keepAliveTimeout = 60_000;
 server.listen(Number(values.port), '127.0.0.1');
+// Exit normally on SIGTERM, so that node flags such as --cpu-prof can write their output.
+process.on('SIGTERM', () => server.close(() => process.exit(0)));

@@ -265,7 +265,9 @@ async function startGateway(cpu: number, upstreamOrigin: string, directory: stri
   if (!existsSync(main)) return { ...target, unavailable: 'not available (no dist/main.js: npm run build)' };
   const port = await freePort();
   const managementKey = `sk-sy-v1-${randomBytes(32).toString('hex')}`;
-  const child = startPinned(cpu, [main, 'serve'], {
+  // BENCH_GATEWAY_NODE_ARGS adds node flags to the gateway alone, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
+  const nodeArgs = (process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
+  const child = startPinned(cpu, [...nodeArgs, main, 'serve'], {
     PORT: String(port),
     HOST: '127.0.0.1',
     DATABASE_URL: `sqlite:${join(directory, 'bench.db')}`,
@@ -439,7 +441,14 @@ try {
   const barePort = await freePort();
   const bare = startPinned(
     proxyCpu,
-    [join(root, 'bench/bare-proxy.mjs'), '--port', String(barePort), '--upstream', upstreamOrigin],
+    [
+      ...(process.env.BENCH_BARE_NODE_ARGS ?? '').split(/\s+/).filter(Boolean),
+      join(root, 'bench/bare-proxy.mjs'),
+      '--port',
+      String(barePort),
+      '--upstream',
+      upstreamOrigin,
+    ],
     {},
   );
   // The bare proxy passes GET /health through to the upstream: an answer means both hops work.
