@@ -48,7 +48,8 @@ function childEnv(
     delete env[name];
   }
   if (!options.keepRedis) delete env.REDIS_URL;
-  return { ...env, ...extra };
+  // The database's own settings come last: on PostgreSQL they include its SWITCHYARD_MASTER_KEY.
+  return { ...env, ...database.env, ...extra };
 }
 
 /** Starts `node --import tsx src/main.ts <args>`; `result` settles when it exits, or rejects after the timeout. */

@@ -11,6 +11,13 @@ export interface Database {
   key_usage_daily: KeyUsageDailyTable;
   credit_ledger: CreditLedgerTable;
   generations: GenerationTable;
+  workspace_members: WorkspaceMemberTable;
+  workspace_budgets: WorkspaceBudgetTable;
+  workspace_usage_daily: WorkspaceUsageDailyTable;
+  guardrails: GuardrailTable;
+  guardrail_key_assignments: GuardrailKeyAssignmentTable;
+  guardrail_member_assignments: GuardrailMemberAssignmentTable;
+  byok_credentials: ByokCredentialTable;
 }
 
 export interface MetaTable {
@@ -34,6 +41,8 @@ export interface WorkspaceTable {
   is_observability_broadcast_enabled: number;
   is_observability_io_logging_enabled: number;
   is_default: number;
+  /** Whether BYOK spend counts toward the workspace's budgets (every interval). */
+  include_byok_in_budgets: number;
   created_at: string;
   updated_at: string;
 }
@@ -118,4 +127,97 @@ export interface GenerationTable {
   app_referer: string | null;
   app_title: string | null;
   attempts: string;
+}
+
+export interface WorkspaceMemberTable {
+  id: string;
+  workspace_id: string;
+  user_id: string;
+  role: 'admin' | 'member';
+  created_at: string;
+}
+
+export type BudgetInterval = 'daily' | 'weekly' | 'monthly' | 'lifetime';
+
+/** At most one budget per workspace and interval. */
+export interface WorkspaceBudgetTable {
+  id: string;
+  workspace_id: string;
+  interval: BudgetInterval;
+  limit_nanos: number;
+  created_at: string;
+  updated_at: string;
+}
+
+/** Workspace spend per UTC day; windows (day, week, month, lifetime) are sums of rows. */
+export interface WorkspaceUsageDailyTable {
+  workspace_id: string;
+  day: string;
+  usage_nanos: ColumnType<number, number, number>;
+  byok_usage_nanos: ColumnType<number, number, number>;
+}
+
+/**
+ * Spec 2.5. List fields and filters are JSON array text or null; the per-vendor ZDR flags are 0/1 or
+ * null (not set). `is_workspace_default` marks the one default guardrail of a workspace.
+ */
+export interface GuardrailTable {
+  id: string;
+  workspace_id: string;
+  name: string;
+  description: string | null;
+  limit_nanos: number | null;
+  reset_interval: 'daily' | 'weekly' | 'monthly' | null;
+  allowed_models: string | null;
+  allowed_providers: string | null;
+  ignored_models: string | null;
+  ignored_providers: string | null;
+  enforce_zdr_anthropic: number | null;
+  enforce_zdr_openai: number | null;
+  enforce_zdr_google: number | null;
+  enforce_zdr_other: number | null;
+  /** JSON array of `{ slug, action, label?, scan_scope? }`, or null. */
+  content_filter_builtins: string | null;
+  /** JSON array of `{ pattern, action, label? }`, or null. */
+  content_filters: string | null;
+  is_workspace_default: number;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface GuardrailKeyAssignmentTable {
+  id: string;
+  guardrail_id: string;
+  key_hash: string;
+  assigned_by: string;
+  created_at: string;
+}
+
+export interface GuardrailMemberAssignmentTable {
+  id: string;
+  guardrail_id: string;
+  /** The guardrail's workspace, kept here so that a member holds one guardrail per workspace. */
+  workspace_id: string;
+  user_id: string;
+  organization_id: string;
+  assigned_by: string;
+  created_at: string;
+}
+
+/** Spec 2.10. The secret is AES-256-GCM ciphertext (platform/secret-box); lists are JSON text or null. */
+export interface ByokCredentialTable {
+  id: string;
+  workspace_id: string;
+  name: string;
+  provider: string;
+  label: string;
+  secret_ciphertext: string;
+  disabled: number;
+  is_fallback: number;
+  sort_order: number;
+  allowed_api_key_hashes: string | null;
+  allowed_models: string | null;
+  allowed_user_ids: string | null;
+  created_at: string;
+  updated_at: string;
 }

@@ -51,6 +51,7 @@ async function seed(
       is_data_discount_logging_enabled: 0,
       is_observability_broadcast_enabled: 0,
       is_observability_io_logging_enabled: 0,
+      include_byok_in_budgets: 0,
       is_default: 1,
       created_at: options.at,
       updated_at: options.at,

@@ -131,6 +131,108 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0003_governance': {
+    async up(db) {
+      await db.schema
+        .alterTable('workspaces')
+        .addColumn('include_byok_in_budgets', 'integer', (column) => column.notNull().defaultTo(0))
+        .execute();
+      await db.schema
+        .createTable('workspace_members')
+        .addColumn('id', 'text', (column) => column.primaryKey())
+        .addColumn('workspace_id', 'text', (column) => column.notNull().references('workspaces.id'))
+        .addColumn('user_id', 'text', (column) => column.notNull())
+        .addColumn('role', 'text', (column) => column.notNull())
+        .addColumn('created_at', 'text', (column) => column.notNull())
+        .addUniqueConstraint('workspace_members_workspace_user', ['workspace_id', 'user_id'])
+        .execute();
+      await db.schema
+        .createTable('workspace_budgets')
+        .addColumn('id', 'text', (column) => column.primaryKey())
+        .addColumn('workspace_id', 'text', (column) => column.notNull().references('workspaces.id'))
+        .addColumn('interval', 'text', (column) => column.notNull())
+        .addColumn('limit_nanos', 'bigint', (column) => column.notNull())
+        .addColumn('created_at', 'text', (column) => column.notNull())
+        .addColumn('updated_at', 'text', (column) => column.notNull())
+        .addUniqueConstraint('workspace_budgets_workspace_interval', ['workspace_id', 'interval'])
+        .execute();
+      // Workspace spend per UTC day, billed by the generation log in the same transaction as
+      // key_usage_daily: budgets read their windows from it.
+      await db.schema
+        .createTable('workspace_usage_daily')
+        .addColumn('workspace_id', 'text', (column) => column.notNull())
+        .addColumn('day', 'text', (column) => column.notNull())
+        .addColumn('usage_nanos', 'bigint', (column) => column.notNull())
+        .addColumn('byok_usage_nanos', 'bigint', (column) => column.notNull())
+        .addPrimaryKeyConstraint('workspace_usage_daily_pk', ['workspace_id', 'day'])
+        .execute();
+      await db.schema
+        .createTable('guardrails')
+        .addColumn('id', 'text', (column) => column.primaryKey())
+        .addColumn('workspace_id', 'text', (column) => column.notNull().references('workspaces.id'))
+        .addColumn('name', 'text', (column) => column.notNull())
+        .addColumn('description', 'text')
+        .addColumn('limit_nanos', 'bigint')
+        .addColumn('reset_interval', 'text')
+        .addColumn('allowed_models', 'text')
+        .addColumn('allowed_providers', 'text')
+        .addColumn('ignored_models', 'text')
+        .addColumn('ignored_providers', 'text')
+        .addColumn('enforce_zdr_anthropic', 'integer')
+        .addColumn('enforce_zdr_openai', 'integer')
+        .addColumn('enforce_zdr_google', 'integer')
+        .addColumn('enforce_zdr_other', 'integer')
+        .addColumn('content_filter_builtins', 'text')
+        .addColumn('content_filters', 'text')
+        .addColumn('is_workspace_default', 'integer', (column) => column.notNull())
+        .addColumn('created_at', 'text', (column) => column.notNull())
+        .addColumn('updated_at', 'text', (column) => column.notNull())
+        .execute();
+      await db.schema
+        .createTable('guardrail_key_assignments')
+        .addColumn('id', 'text', (column) => column.primaryKey())
+        .addColumn('guardrail_id', 'text', (column) => column.notNull().references('guardrails.id'))
+        // A key holds at most one guardrail: assigning another replaces it.
+        .addColumn('key_hash', 'text', (column) => column.notNull().unique())
+        .addColumn('assigned_by', 'text', (column) => column.notNull())
+        .addColumn('created_at', 'text', (column) => column.notNull())
+        .execute();
+      await db.schema
+        .createTable('guardrail_member_assignments')
+        .addColumn('id', 'text', (column) => column.primaryKey())
+        .addColumn('guardrail_id', 'text', (column) => column.notNull().references('guardrails.id'))
+        .addColumn('workspace_id', 'text', (column) => column.notNull())
+        .addColumn('user_id', 'text', (column) => column.notNull())
+        .addColumn('organization_id', 'text', (column) => column.notNull())
+        .addColumn('assigned_by', 'text', (column) => column.notNull())
+        .addColumn('created_at', 'text', (column) => column.notNull())
+        // A member holds at most one guardrail per workspace: assigning another replaces it.
+        .addUniqueConstraint('guardrail_member_assignments_member', ['workspace_id', 'user_id'])
+        .execute();
+      await db.schema
+        .createTable('byok_credentials')
+        .addColumn('id', 'text', (column) => column.primaryKey())
+        .addColumn('workspace_id', 'text', (column) => column.notNull().references('workspaces.id'))
+        .addColumn('name', 'text', (column) => column.notNull())
+        .addColumn('provider', 'text', (column) => column.notNull())
+        .addColumn('label', 'text', (column) => column.notNull())
+        .addColumn('secret_ciphertext', 'text', (column) => column.notNull())
+        .addColumn('disabled', 'integer', (column) => column.notNull())
+        .addColumn('is_fallback', 'integer', (column) => column.notNull())
+        .addColumn('sort_order', 'integer', (column) => column.notNull())
+        .addColumn('allowed_api_key_hashes', 'text')
+        .addColumn('allowed_models', 'text')
+        .addColumn('allowed_user_ids', 'text')
+        .addColumn('created_at', 'text', (column) => column.notNull())
+        .addColumn('updated_at', 'text', (column) => column.notNull())
+        .execute();
+      await db.schema
+        .createIndex('byok_credentials_workspace')
+        .on('byok_credentials')
+        .columns(['workspace_id', 'provider'])
+        .execute();
+    },
+  },
 };
 
 /**

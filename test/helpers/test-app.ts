@@ -16,7 +16,8 @@ export const backend = {
 };
 
 export interface IsolatedDatabase {
-  settings: { database_url: string; database_schema: string };
+  /** Spread into the config; on PostgreSQL it carries the master key every instance on it must share. */
+  settings: { database_url: string; database_schema: string; master_key?: string };
   /** Environment variables that point a child process (the CLI) at the same database. */
   env: Record<string, string>;
   drop(): Promise<void>;
@@ -27,9 +28,12 @@ export function isolatedDatabase(): IsolatedDatabase {
   if (backend.isPostgres && backend.databaseUrl) {
     const url = backend.databaseUrl;
     const schema = `t_${randomBytes(6).toString('hex')}`;
+    // PostgreSQL needs a configured master key (there is no file to generate it into); instances
+    // sharing this database share it. SQLite tests use the generated key file beside the database.
+    const masterKey = randomBytes(32).toString('hex');
     return {
-      settings: { database_url: url, database_schema: schema },
-      env: { DATABASE_URL: url, DATABASE_SCHEMA: schema },
+      settings: { database_url: url, database_schema: schema, master_key: masterKey },
+      env: { DATABASE_URL: url, DATABASE_SCHEMA: schema, SWITCHYARD_MASTER_KEY: masterKey },
       async drop() {
         const client = new pg.Client({ connectionString: url });
         await client.connect();
