@@ -66,6 +66,8 @@ export function createKeyRepository(storage: Storage) {
     async delete(hash: string): Promise<boolean> {
       return db.transaction().execute(async (trx) => {
         await trx.deleteFrom('key_usage_daily').where('key_hash', '=', hash).execute();
+        // A deleted key holds no guardrail; its assignment would otherwise linger in the lists.
+        await trx.deleteFrom('guardrail_key_assignments').where('key_hash', '=', hash).execute();
         const result = await trx.deleteFrom('api_keys').where('hash', '=', hash).executeTakeFirst();
         return Number(result.numDeletedRows) > 0;
       });

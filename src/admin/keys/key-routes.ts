@@ -15,7 +15,10 @@ import type { KeyService } from './key-service.js';
 const errors = { 400: ErrorSchema, 401: ErrorSchema, 403: ErrorSchema, 404: ErrorSchema, 429: ErrorSchema };
 const tags = ['API Keys'];
 
-/** `/keys` and `/key` (spec 2.3, 4.3, 4.4). Every `/keys` operation needs a management key. */
+/**
+ * `/keys` and `/key` (spec 2.3, 4.3, 4.4). Every `/keys` operation needs a management key; a
+ * management key of a workspace other than the default one reaches only its own workspace's keys.
+ */
 export const keyRoutes =
   (service: KeyService): FastifyPluginAsync =>
   async (plugin) => {
@@ -33,7 +36,7 @@ export const keyRoutes =
           response: { 200: Type.Object({ data: KeyRecordSchema, key: Type.String() }), ...errors },
         },
       },
-      async (request) => service.create(request.body),
+      async (request) => service.create(request.body, request.principal ?? undefined),
     );
 
     app.get(
@@ -48,11 +51,14 @@ export const keyRoutes =
         },
       },
       async (request) => ({
-        data: await service.list({
-          workspace_id: request.query.workspace_id,
-          include_disabled: request.query.include_disabled === 'true',
-          offset: request.query.offset ?? 0,
-        }),
+        data: await service.list(
+          {
+            workspace_id: request.query.workspace_id,
+            include_disabled: request.query.include_disabled === 'true',
+            offset: request.query.offset ?? 0,
+          },
+          request.principal ?? undefined,
+        ),
       }),
     );
 
@@ -67,7 +73,7 @@ export const keyRoutes =
           response: { 200: Type.Object({ data: KeyRecordSchema }), ...errors },
         },
       },
-      async (request) => ({ data: await service.get(request.params.hash) }),
+      async (request) => ({ data: await service.get(request.params.hash, request.principal ?? undefined) }),
     );
 
     app.patch(
@@ -82,7 +88,9 @@ export const keyRoutes =
           response: { 200: Type.Object({ data: KeyRecordSchema }), ...errors },
         },
       },
-      async (request) => ({ data: await service.update(request.params.hash, request.body) }),
+      async (request) => ({
+        data: await service.update(request.params.hash, request.body, request.principal ?? undefined),
+      }),
     );
 
     app.delete(
@@ -97,7 +105,7 @@ export const keyRoutes =
         },
       },
       async (request) => {
-        await service.delete(request.params.hash);
+        await service.delete(request.params.hash, request.principal ?? undefined);
         return { deleted: true as const };
       },
     );

@@ -1,8 +1,10 @@
 import { usdToNanos } from '../../billing/money.js';
 import { earliestWindowDay, utcDay } from '../../billing/usage-windows.js';
 import { AppError, invalidRequest, notFound } from '../../errors/app-error.js';
+import type { Principal } from '../../gateway/pipeline/authenticate.js';
 import type { Clock } from '../../platform/clock.js';
 import { hashApiKey, maskApiKey, newApiKeySecret } from '../../platform/ids.js';
+import { createWorkspaceAccess } from '../workspaces/workspace-access.js';
 import type { WorkspaceRepository } from '../workspaces/workspace-repository.js';
 import type { KeyCache } from './key-cache.js';
 import { type KeyRecord, toKeyRecord } from './key-record.js';
@@ -57,8 +59,22 @@ export function createKeyService(options: {
   clock: Clock;
 }) {
   const { keys, workspaces, cache, clock } = options;
+  const access = createWorkspaceAccess(workspaces);
 
-  async function resolveWorkspace(id: string | undefined, field: string): Promise<string> {
+  /**
+   * The workspace a request acts on. An organization key (or the CLI, with no caller) may name any
+   * workspace and defaults to the default one; any other key acts on its own workspace, and naming
+   * another one is a 404, as if it did not exist (ids of other workspaces must not leak).
+   */
+  async function resolveWorkspace(
+    id: string | undefined,
+    field: string,
+    caller?: Principal,
+  ): Promise<string> {
+    if (caller && !(await access.isOrganizationKey(caller))) {
+      if (id !== undefined && id.toLowerCase() !== caller.workspaceId) throw notFound('Workspace not found');
+      return caller.workspaceId;
+    }
     if (id === undefined) {
       const fallback = await workspaces.findDefault();
       if (!fallback) throw new AppError('server', 'The default workspace is missing');
@@ -70,6 +86,15 @@ export function createKeyService(options: {
     return found.id;
   }
 
+  /** The key with this hash, if the caller may see it; otherwise the 404 of an unknown key. */
+  async function reachableKey(hash: string, caller?: Principal): Promise<KeyRow> {
+    const row = await keys.findByHash(hash);
+    if (!row || (caller && !(await access.canAccess(caller, row.workspace_id)))) {
+      throw notFound('API key not found');
+    }
+    return row;
+  }
+
   async function recordOf(row: KeyRow): Promise<KeyRecord> {
     const now = clock.now();
     const usage = (await keys.usageFor([row.hash], earliestWindowDay(now))).get(row.hash);
@@ -77,10 +102,10 @@ export function createKeyService(options: {
   }
 
   async function insertKey(
-    input: CreateKeyInput & { management: boolean; secret?: string; ifAbsent?: boolean },
+    input: CreateKeyInput & { management: boolean; secret?: string; ifAbsent?: boolean; caller?: Principal },
   ) {
     const now = clock.now();
-    const workspaceId = await resolveWorkspace(input.workspace_id, 'body.workspace_id');
+    const workspaceId = await resolveWorkspace(input.workspace_id, 'body.workspace_id', input.caller);
     const secret = input.secret ?? newApiKeySecret();
     const row: KeyRow = {
       hash: hashApiKey(secret),
@@ -112,7 +137,9 @@ export function createKeyService(options: {
   }
 
   return {
-    create: async (input: CreateKeyInput) => (await insertKey({ ...input, management: false }))!,
+    /** `caller` is the requesting key (HTTP); the CLI passes none and acts for the organization. */
+    create: async (input: CreateKeyInput, caller?: Principal) =>
+      (await insertKey({ ...input, management: false, caller }))!,
 
     createManagementKey: async (input: CreateKeyInput) => (await insertKey({ ...input, management: true }))!,
 
@@ -122,12 +149,15 @@ export function createKeyService(options: {
       return (await insertKey({ name: 'bootstrap', management: true, secret, ifAbsent: true })) !== null;
     },
 
-    async list(query: {
-      workspace_id?: string;
-      include_disabled: boolean;
-      offset: number;
-    }): Promise<KeyRecord[]> {
-      const workspaceId = await resolveWorkspace(query.workspace_id, 'querystring.workspace_id');
+    async list(
+      query: {
+        workspace_id?: string;
+        include_disabled: boolean;
+        offset: number;
+      },
+      caller?: Principal,
+    ): Promise<KeyRecord[]> {
+      const workspaceId = await resolveWorkspace(query.workspace_id, 'querystring.workspace_id', caller);
       const rows = await keys.list({
         workspaceId,
         includeDisabled: query.include_disabled,
@@ -155,13 +185,12 @@ export function createKeyService(options: {
       }));
     },
 
-    async get(hash: string): Promise<KeyRecord> {
-      const row = await keys.findByHash(hash);
-      if (!row) throw notFound('API key not found');
-      return recordOf(row);
+    async get(hash: string, caller?: Principal): Promise<KeyRecord> {
+      return recordOf(await reachableKey(hash, caller));
     },
 
-    async update(hash: string, input: UpdateKeyInput): Promise<KeyRecord> {
+    async update(hash: string, input: UpdateKeyInput, caller?: Principal): Promise<KeyRecord> {
+      if (caller) await reachableKey(hash, caller);
       const changes: Partial<KeyRow> = { updated_at: clock.now().toISOString() };
       if (input.name !== undefined) changes.name = input.name;
       if (input.disabled !== undefined) changes.disabled = input.disabled ? 1 : 0;
@@ -176,7 +205,8 @@ export function createKeyService(options: {
       return recordOf(row);
     },
 
-    async delete(hash: string): Promise<void> {
+    async delete(hash: string, caller?: Principal): Promise<void> {
+      if (caller) await reachableKey(hash, caller);
       if (!(await keys.delete(hash))) throw notFound('API key not found');
       await cache.invalidate(hash);
     },
