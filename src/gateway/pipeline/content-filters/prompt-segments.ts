@@ -1,0 +1,99 @@
+import type { ContentPart, GenerationRequest, InputItem } from '../../../spec/generation-request.js';
+import { joinJsonText, splitJsonText, type TextPiece } from './json-text-pieces.js';
+
+/**
+ * The prompt side of a request as a flat list of texts to scan: the instructions, the text parts of
+ * every message (system, developer, user, assistant turns of the history), function-call arguments
+ * and function-call outputs. Images, files, audio, tool definitions and sampling fields are never
+ * read. `rebuild` writes changed texts back, copying only the objects on the path to a change.
+ */
+export interface PromptSegment {
+  text: string;
+  /** User messages and function-call outputs: what `scan_scope: 'user_only'` reads. */
+  userSupplied: boolean;
+  /** Text between JSON string literals: a label written here must itself be a JSON string. */
+  jsonStructure: boolean;
+  /** Where the text came from, for `rebuild`. */
+  origin: { item: number; part: number };
+  /** Texts of one field share a group (the literals of one JSON document): NLP parses them together. */
+  group: number;
+}
+
+/** `item` of the instructions; message parts and JSON pieces use `part`. */
+const INSTRUCTIONS = -1;
+
+export interface PromptText {
+  segments: PromptSegment[];
+  rebuild(changed: ReadonlyMap<number, string>): GenerationRequest;
+}
+
+export function promptText(request: GenerationRequest): PromptText {
+  const segments: PromptSegment[] = [];
+  const pieces = new Map<number, TextPiece[]>();
+  let group = -1;
+  const push = (text: string, userSupplied: boolean, item: number, part: number, jsonStructure = false) =>
+    segments.push({ text, userSupplied, jsonStructure, origin: { item, part }, group });
+
+  group += 1;
+  if (request.instructions) push(request.instructions, false, INSTRUCTIONS, 0);
+  request.input.forEach((item, index) => {
+    if (item.type === 'message') {
+      item.content.forEach((part, partIndex) => {
+        group += 1;
+        if (part.type === 'text' && part.text) push(part.text, item.role === 'user', index, partIndex);
+      });
+      return;
+    }
+    const raw = item.type === 'function-call' ? item.arguments : item.output;
+    if (!raw) return;
+    const split = splitJsonText(raw);
+    pieces.set(index, split);
+    group += 1;
+    split.forEach((piece, pieceIndex) => {
+      const structure = piece.kind === 'json-structure';
+      // between literals only numbers can hold anything to find: `{`, `:`, `true`, `null` cannot
+      if (!piece.text || (structure && !/\d/.test(piece.text))) return;
+      push(piece.text, item.type === 'function-call-output', index, pieceIndex, structure);
+    });
+  });
+
+  return {
+    segments,
+    rebuild(changed) {
+      if (changed.size === 0) return request;
+      const byItem = new Map<number, Map<number, string>>();
+      for (const [segmentIndex, text] of changed) {
+        const { item, part } = segments[segmentIndex]!.origin;
+        const parts = byItem.get(item) ?? new Map<number, string>();
+        byItem.set(item, parts);
+        parts.set(part, text);
+      }
+      const rebuilt: GenerationRequest = { ...request };
+      const instructions = byItem.get(INSTRUCTIONS)?.get(0);
+      if (instructions !== undefined) rebuilt.instructions = instructions;
+      if ([...byItem.keys()].some((item) => item !== INSTRUCTIONS)) {
+        rebuilt.input = request.input.map((item, index) => {
+          const parts = byItem.get(index);
+          return parts ? rewriteItem(item, parts, pieces.get(index)) : item;
+        });
+      }
+      return rebuilt;
+    },
+  };
+}
+
+function rewriteItem(
+  item: InputItem,
+  parts: Map<number, string>,
+  pieces: TextPiece[] | undefined,
+): InputItem {
+  if (item.type === 'message') {
+    const content = item.content.map((part, index): ContentPart => {
+      const text = parts.get(index);
+      return text !== undefined && part.type === 'text' ? { ...part, text } : part;
+    });
+    return { ...item, content };
+  }
+  const joined = joinJsonText(pieces ?? [], parts);
+  return item.type === 'function-call' ? { ...item, arguments: joined } : { ...item, output: joined };
+}
