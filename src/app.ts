@@ -3,12 +3,18 @@ import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Redis } from 'ioredis';
 import { pino } from 'pino';
+import { byokRoutes } from './admin/byok/byok-routes.js';
+import { createByokService } from './admin/byok/byok-service.js';
 import { creditRoutes } from './admin/credits/credit-routes.js';
+import { guardrailRoutes } from './admin/guardrails/guardrail-routes.js';
+import { createGuardrailServices } from './admin/guardrails/guardrail-services.js';
 import { createKeyCache } from './admin/keys/key-cache.js';
 import { createKeyRepository } from './admin/keys/key-repository.js';
 import { keyRoutes } from './admin/keys/key-routes.js';
 import { createKeyService } from './admin/keys/key-service.js';
 import { createWorkspaceRepository } from './admin/workspaces/workspace-repository.js';
+import { workspaceRoutes } from './admin/workspaces/workspace-routes.js';
+import { createWorkspaceServices } from './admin/workspaces/workspace-services.js';
 import { createCreditLedger } from './billing/credit-ledger.js';
 import { createGenerationLog, type GenerationLog, type GenerationLogger } from './billing/generation-log.js';
 import { buildCatalog } from './catalog/catalog.js';
@@ -26,12 +32,15 @@ import {
   createRedisRateLimiter,
   type RateLimiter,
 } from './gateway/pipeline/rate-limiter.js';
+import { createPolicyCache } from './gateway/policy/policy-cache.js';
+import { createPolicyRepository } from './gateway/policy/policy-repository.js';
 import { opsRoutes } from './ops/ops-routes.js';
 import { type ChangeBus, createLocalChangeBus, createRedisChangeBus } from './platform/change-bus.js';
 import { type Clock, systemClock } from './platform/clock.js';
 import { installGracefulClose } from './platform/graceful-close.js';
-import { createGenerationMetrics, installMetrics } from './platform/metrics.js';
+import { createContentFilterMetrics, createGenerationMetrics, installMetrics } from './platform/metrics.js';
 import { connectRedis, whenReady } from './platform/redis.js';
+import { createSecretBox, resolveMasterKey, type SecretBox } from './platform/secret-box.js';
 import { throttled } from './platform/throttled.js';
 import { installValidators } from './platform/validation.js';
 import { openStorage, type Storage } from './storage/database.js';
@@ -41,6 +50,8 @@ export const API_PREFIX = '/api/v1';
 
 export interface Services {
   storage: Storage;
+  /** Seals and opens stored secrets (BYOK credentials) under the master key. */
+  secretBox: SecretBox;
   keys: ReturnType<typeof createKeyService>;
   credits: ReturnType<typeof createCreditLedger>;
   /** Generation records, written in group commits; closed (flushed) before storage. */
@@ -64,6 +75,10 @@ export async function buildServices(
 ) {
   const { config } = options;
   const clock = options.clock ?? systemClock;
+  // Resolved before any connection opens: a missing or unreadable master key fails the start cleanly.
+  const secretBox = createSecretBox(
+    resolveMasterKey({ configured: config.master_key, databaseUrl: config.database_url }),
+  );
   const storage = await openStorage({ url: config.database_url, schema: config.database_schema });
   try {
     await initializeStorage({ storage, initialCreditsUsd: config.credits.initial, now: clock.now() });
@@ -92,8 +107,9 @@ export async function buildServices(
     logger: options.logger ?? pino({ level: config.log_level }),
     clock,
   });
+  const workspaces = createWorkspaceServices({ storage, cache, bus, clock });
   if (config.bootstrap_key) await keys.ensureBootstrapKey(config.bootstrap_key);
-  return { storage, keys, credits, generations, bus, cache, clock };
+  return { workspaces, storage, keys, credits, generations, bus, cache, clock, secretBox };
 }
 
 /**
@@ -159,7 +175,34 @@ export async function buildApp(options: BuildOptions): Promise<{ app: FastifyIns
   installErrorRenderer(app);
   const metrics = installMetrics(app);
 
+  const countContentFilter = createContentFilterMetrics(metrics);
+  const policies = createPolicyCache({
+    repository: createPolicyRepository(services.storage),
+    bus: services.bus,
+    clock,
+    secretBox: services.secretBox,
+    onUnreadableSecret: throttled(30_000, (credentialId: string, error: unknown) =>
+      logger.error(
+        { err: error, credential_id: credentialId },
+        'a BYOK credential cannot be opened with the configured master key; it is skipped',
+      ),
+    ),
+  });
   const inference = await createInference({
+    policies,
+    onContentFilter: (stage, generationId) => {
+      // What matched, never the matched text: the prompt stays out of the logs.
+      logger.info(
+        {
+          generation_id: generationId,
+          action: stage.blocked ? 'blocked' : stage.redacted.length > 0 ? 'redacted' : 'flagged',
+          redacted: stage.redacted,
+          flagged: stage.flagged,
+        },
+        'content filter matched',
+      );
+      countContentFilter(stage);
+    },
     config,
     clock,
     catalog,
@@ -240,6 +283,11 @@ export async function buildApp(options: BuildOptions): Promise<{ app: FastifyIns
       );
       await api.register(keyRoutes(services.keys));
       await api.register(creditRoutes(services.credits));
+      // Built here, not in buildServices: model and provider lists are checked against the catalogue.
+      await api.register(guardrailRoutes(createGuardrailServices({ ...services, catalog, clock })));
+      await api.register(workspaceRoutes(services.workspaces));
+      // Built here, not in buildServices: its rules read the catalogue, which only the server builds.
+      await api.register(byokRoutes(createByokService({ ...services, catalog, clock })));
       await api.register(generationRoutes(services.generations));
       await api.register(
         catalogRoutes({ catalog, clock, publicUrl: () => publicUrl(app, config), health: inference.health }),

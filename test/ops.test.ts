@@ -39,11 +39,21 @@ describe('ops endpoints and the error renderer', () => {
     assert.equal(document.status, 200);
     assert.equal(document.body.openapi, '3.1.0');
     assert.deepEqual(Object.keys(document.body.paths).sort(), [
+      '/byok',
+      '/byok/{id}',
       '/chat/completions',
       '/credits',
       '/embeddings',
       '/endpoints/zdr',
       '/generation',
+      '/guardrails',
+      '/guardrails/assignments/keys',
+      '/guardrails/assignments/members',
+      '/guardrails/{id}',
+      '/guardrails/{id}/assignments/keys',
+      '/guardrails/{id}/assignments/keys/remove',
+      '/guardrails/{id}/assignments/members',
+      '/guardrails/{id}/assignments/members/remove',
       '/key',
       '/keys',
       '/keys/{hash}',
@@ -53,6 +63,13 @@ describe('ops endpoints and the error renderer', () => {
       '/models/{author}/{slug}/endpoints',
       '/providers',
       '/responses',
+      '/workspaces',
+      '/workspaces/{id}',
+      '/workspaces/{id}/budgets',
+      '/workspaces/{id}/budgets/{interval}',
+      '/workspaces/{id}/members',
+      '/workspaces/{id}/members/add',
+      '/workspaces/{id}/members/remove',
     ]);
     const create = document.body.paths['/keys'].post;
     assert.deepEqual(create.requestBody.content['application/json'].schema.required, ['name']);

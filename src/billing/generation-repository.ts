@@ -1,5 +1,5 @@
 import type { Database as SqliteConnection, Statement as SqliteStatement } from 'better-sqlite3';
-import { CompiledQuery, type Kysely } from 'kysely';
+import { CompiledQuery, type Kysely, sql } from 'kysely';
 import { addDailyUsage } from '../admin/keys/key-repository.js';
 import { newId } from '../platform/ids.js';
 import type { Storage } from '../storage/database.js';
@@ -20,7 +20,7 @@ interface DailySpend {
 
 /**
  * Data access for generation records. `writeBatch` is the group commit: the records, their spend
- * per key and UTC day, and one credit-ledger usage row, all in one transaction.
+ * per key and per workspace and UTC day, and one credit-ledger usage row, all in one transaction.
  */
 export function createGenerationRepository(storage: Storage) {
   const { db } = storage;
@@ -39,6 +39,23 @@ export function createGenerationRepository(storage: Storage) {
         const inserted = await insertNew(trx, storage.kind, rows);
         const billed = rows.filter((row) => inserted.has(row.id));
         await addDailySpend(trx, dailySpend(billed));
+        for (const entry of workspaceSpend(billed)) {
+          await trx
+            .insertInto('workspace_usage_daily')
+            .values({
+              workspace_id: entry.workspaceId,
+              day: entry.day,
+              usage_nanos: entry.usageNanos,
+              byok_usage_nanos: entry.byokNanos,
+            })
+            .onConflict((conflict) =>
+              conflict.columns(['workspace_id', 'day']).doUpdateSet((update) => ({
+                usage_nanos: sql<number>`${update.ref('workspace_usage_daily.usage_nanos')} + ${update.ref('excluded.usage_nanos')}`,
+                byok_usage_nanos: sql<number>`${update.ref('workspace_usage_daily.byok_usage_nanos')} + ${update.ref('excluded.byok_usage_nanos')}`,
+              })),
+            )
+            .execute();
+        }
         const creditNanos = billed.reduce((sum, row) => (row.is_byok === 1 ? sum : sum + row.cost_nanos), 0);
         if (creditNanos > 0) {
           await trx
@@ -123,6 +140,31 @@ function dailySpend(rows: readonly GenerationRecordRow[]): DailySpend[] {
   );
 }
 
+/** Spend per workspace and UTC day, in workspace order (budgets read their windows from it). */
+function workspaceSpend(
+  rows: readonly GenerationRecordRow[],
+): Array<{ workspaceId: string; day: string; usageNanos: number; byokNanos: number }> {
+  const totals = new Map<
+    string,
+    { workspaceId: string; day: string; usageNanos: number; byokNanos: number }
+  >();
+  for (const row of rows) {
+    if (row.cost_nanos === 0) continue;
+    const day = utcDay(new Date(row.created_at));
+    const key = `${row.workspace_id} ${day}`;
+    let entry = totals.get(key);
+    if (!entry) {
+      entry = { workspaceId: row.workspace_id, day, usageNanos: 0, byokNanos: 0 };
+      totals.set(key, entry);
+    }
+    if (row.is_byok === 1) entry.byokNanos += row.cost_nanos;
+    else entry.usageNanos += row.cost_nanos;
+  }
+  return [...totals.values()].sort((a, b) =>
+    a.workspaceId === b.workspaceId ? a.day.localeCompare(b.day) : a.workspaceId.localeCompare(b.workspaceId),
+  );
+}
+
 /** Each key's spend per UTC day, in key order (see `dailySpend`). */
 async function addDailySpend(trx: Kysely<Database>, entries: readonly DailySpend[]): Promise<void> {
   for (const entry of entries) {
@@ -150,6 +192,12 @@ function createSqliteBatchWriter(raw: SqliteConnection) {
        usage_nanos = key_usage_daily.usage_nanos + excluded.usage_nanos,
        byok_usage_nanos = key_usage_daily.byok_usage_nanos + excluded.byok_usage_nanos`,
   );
+  const addWorkspaceDaily = raw.prepare(
+    `insert into workspace_usage_daily (workspace_id, day, usage_nanos, byok_usage_nanos) values (?, ?, ?, ?)
+     on conflict (workspace_id, day) do update set
+       usage_nanos = workspace_usage_daily.usage_nanos + excluded.usage_nanos,
+       byok_usage_nanos = workspace_usage_daily.byok_usage_nanos + excluded.byok_usage_nanos`,
+  );
   const addLedger = raw.prepare(
     `insert into credit_ledger (id, kind, amount_nanos, note, created_at) values (?, 'usage', ?, ?, ?)`,
   );
@@ -169,6 +217,9 @@ function createSqliteBatchWriter(raw: SqliteConnection) {
     }
     for (const entry of dailySpend(billed)) {
       addDaily.run(entry.keyHash, entry.day, entry.usageNanos, entry.byokNanos);
+    }
+    for (const entry of workspaceSpend(billed)) {
+      addWorkspaceDaily.run(entry.workspaceId, entry.day, entry.usageNanos, entry.byokNanos);
     }
     const creditNanos = billed.reduce((sum, row) => (row.is_byok === 1 ? sum : sum + row.cost_nanos), 0);
     if (creditNanos > 0) addLedger.run(newId(), creditNanos, ledgerNote(billed.length), at.toISOString());

@@ -13,8 +13,10 @@ import type { Clock } from '../platform/clock.js';
 import type { Dialect } from './dialects/dialect.js';
 import { registerDialectRoute, registerEmbeddingsRoute } from './dialects/dialect-routes.js';
 import { createGenerationService } from './pipeline/generation-service.js';
+import type { ContentFilterStage } from './pipeline/guardrail-stage.js';
 import { createAttemptPlanner } from './pipeline/plan-attempts.js';
 import { createSessionRoutes } from './pipeline/session-routes.js';
+import type { PolicyCache } from './policy/policy-cache.js';
 import { createAdapters } from './providers/provider-protocols.js';
 import { createUpstreamHttp } from './providers/shared/upstream-http.js';
 
@@ -37,6 +39,10 @@ export async function createInference(options: {
   dialects: Array<{ path: string; dialect: Dialect; tag: string; summary: string }>;
   /** Sees every generation record as it is queued (metrics). */
   onGeneration?: (record: GenerationRecordInput) => void;
+  /** Workspace policies (budgets, guardrails, BYOK credentials), served from memory. */
+  policies: PolicyCache;
+  /** Sees each content-filter stage that changed, flagged or blocked a request. */
+  onContentFilter?: (stage: ContentFilterStage, generationId: string) => void;
 }) {
   const { config, clock, catalog } = options;
   const now = () => clock.now().getTime();
@@ -60,6 +66,8 @@ export async function createInference(options: {
     sessions: createSessionRoutes({ now }),
     counters,
     credits,
+    policies: options.policies,
+    ...(options.onContentFilter ? { onContentFilter: options.onContentFilter } : {}),
     log: options.onGeneration
       ? {
           ...options.log,

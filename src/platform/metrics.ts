@@ -64,3 +64,32 @@ export function createGenerationMetrics(registry: Registry): (record: Generation
     if (record.first_token_ms !== null) firstToken.observe({ provider }, record.first_token_ms / 1000);
   };
 }
+
+/**
+ * Content-filter matches by action and filter label (the catalogue's labels and the guardrails'
+ * own labels: bounded by what admins configure, never by what clients send).
+ */
+export function createContentFilterMetrics(
+  registry: Registry,
+): (stage: {
+  blocked: unknown;
+  redacted: Array<{ label: string; count: number }>;
+  flagged: Array<{ label: string; count: number }>;
+}) => void {
+  const matches = new Counter({
+    name: 'switchyard_content_filter_matches_total',
+    help: 'Content-filter matches in prompts by action (block, redact, flag) and filter label',
+    labelNames: ['action', 'label'] as const,
+    registers: [registry],
+  });
+  const blocks = new Counter({
+    name: 'switchyard_content_filter_blocks_total',
+    help: 'Requests blocked by a content filter',
+    registers: [registry],
+  });
+  return (stage) => {
+    if (stage.blocked) blocks.inc();
+    for (const match of stage.redacted) matches.inc({ action: 'redact', label: match.label }, match.count);
+    for (const match of stage.flagged) matches.inc({ action: 'flag', label: match.label }, match.count);
+  };
+}

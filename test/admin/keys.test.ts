@@ -158,6 +158,7 @@ describe('API keys over HTTP', () => {
         io_logging_sampling_rate: 1,
         is_data_discount_logging_enabled: 0,
         is_observability_broadcast_enabled: 0,
+        include_byok_in_budgets: 0,
         is_observability_io_logging_enabled: 0,
         is_default: 0,
         created_at: at,

@@ -25,11 +25,14 @@ import type {
   GenerationSummary,
   ParsedRequest,
 } from '../dialects/dialect.js';
+import type { EffectivePolicy } from '../policy/effective-policy.js';
+import type { PolicyCache } from '../policy/policy-cache.js';
 import type { createAdapters } from '../providers/provider-protocols.js';
 import type { Principal } from './authenticate.js';
+import { type ContentFilterStage, runContentFilters } from './guardrail-stage.js';
 import type { AttemptPlanner, Candidate } from './plan-attempts.js';
 import type { SessionRoutes } from './session-routes.js';
-import { denialMessage, spendScopes } from './spend-limits.js';
+import { spendScopes } from './spend-limits.js';
 
 export type ApiType = 'responses' | 'chat-completions' | 'messages' | 'embeddings';
 
@@ -196,7 +199,7 @@ const PROVIDER_REFUSALS = new Set([401, 402, 403]);
 const isEndpointFault = (error: UpstreamError): boolean =>
   error.retryable || (error.status !== null && (PROVIDER_REFUSALS.has(error.status) || error.status === 404));
 
-function failureFromUpstream(error: UpstreamError, provider: string): GenerationFailure {
+function failureFromUpstream(error: UpstreamError, provider: string, isByok = false): GenerationFailure {
   const status = error.kind === 'timeout' ? 504 : error.kind === 'connection' ? 502 : (error.status ?? 502);
   const inRange = status >= 400 && status <= 599 ? status : 502;
   const httpStatus = PROVIDER_REFUSALS.has(inRange) ? 502 : inRange;
@@ -204,7 +207,7 @@ function failureFromUpstream(error: UpstreamError, provider: string): Generation
     status: httpStatus,
     message: error.kind === 'http' ? 'Provider returned error' : error.message,
     errorType: error.kind === 'timeout' ? 'timeout' : errorTypeForStatus(httpStatus),
-    metadata: { provider_name: provider, raw: error.raw ?? error.message, is_byok: false },
+    metadata: { provider_name: provider, raw: error.raw ?? error.message, is_byok: isByok },
   };
   if (error.retryAfterSeconds !== null) {
     failure.metadata!.retry_after_seconds = error.retryAfterSeconds;
@@ -249,8 +252,12 @@ export function createGenerationService(options: {
   credits: CreditBalance;
   log: GenerationLog;
   addKeyUsage: (hash: string, amount: { usageNanos: number; byokNanos: number; at: Date }) => void;
+  /** Workspace policies: budgets, guardrails, BYOK credentials. */
+  policies: PolicyCache;
+  /** Sees each content-filter stage that changed or flagged a request (logs and metrics). */
+  onContentFilter?: (stage: ContentFilterStage, generationId: string) => void;
 }) {
-  const { config, clock, planner, adapters, health, sessions, counters, credits, log } = options;
+  const { config, clock, planner, adapters, health, sessions, counters, credits, log, policies } = options;
 
   function timeoutsFor(candidate: Candidate, streaming: boolean): Timeouts {
     const settings = config.providers[providerBase(candidate.endpoint.provider_slug)];
@@ -268,6 +275,7 @@ export function createGenerationService(options: {
     candidates: Candidate[],
     attempts: AttemptRecord[],
     selected: Candidate | null,
+    pipeline: Array<Record<string, unknown>> = [],
   ): Record<string, unknown> | null {
     if (!context.withMetadata) return null;
     return {
@@ -279,7 +287,7 @@ export function createGenerationService(options: {
         : `available=${candidates.length}`,
       // The answering attempt's 1-based index; on failure 0 when no provider was reached at all.
       attempt: selected || attempts.some((attempt) => attempt.called) ? attempts.length : 0,
-      is_byok: false,
+      is_byok: selected?.byok != null,
       endpoints: {
         total: candidates.length,
         available: candidates.map((candidate) => ({
@@ -293,6 +301,7 @@ export function createGenerationService(options: {
         model: attempt.model,
         status: attempt.shownStatus,
       })),
+      ...(pipeline.length > 0 ? { pipeline } : {}),
     };
   }
 
@@ -304,9 +313,15 @@ export function createGenerationService(options: {
     attempts: AttemptRecord[];
     /** The prompt's size, computed once: the reservation bounds and a usage estimate use it. */
     prompt: { bytes: number; hasMedia: boolean };
+    /** The workspace policy that applies to the key; null when the workspace has none to apply. */
+    policy: EffectivePolicy | null;
+    /** The request as the upstream sees it: content filters may have redacted parts of it. */
+    generation: ParsedRequest['generation'];
+    /** `switchyard_metadata.pipeline` entries: stages that changed or flagged the request. */
+    pipeline: Array<Record<string, unknown>>;
   }
 
-  function prepare(context: GenerationContext): Prepared {
+  async function prepare(context: GenerationContext): Promise<Prepared> {
     if (context.principal.isManagement) {
       throw new GenerationError(
         {
@@ -319,7 +334,62 @@ export function createGenerationService(options: {
       );
     }
     const now = clock.now().getTime();
-    const { parsed } = context;
+    const { parsed, principal } = context;
+    const id = newGenerationId(now);
+    const policy = await policies.get({
+      workspaceId: principal.workspaceId,
+      hash: principal.keyHash,
+      creatorUserId: principal.key.row.creator_user_id,
+    });
+    let generation = parsed.generation;
+    const pipeline: Array<Record<string, unknown>> = [];
+    if (policy?.restrictions) {
+      const restrictions = policy.restrictions;
+      const first = policy.guardrails[0];
+      pipeline.push({
+        type: 'guardrail',
+        name: 'routing-restrictions',
+        summary: `Models and providers limited by guardrail ${restrictions.names}`,
+        ...(first ? { guardrail_id: first.id, guardrail_scope: first.scope } : {}),
+        data: {
+          allowed_models: restrictions.allowedModels ? [...restrictions.allowedModels] : null,
+          ignored_models: [...restrictions.ignoredModels],
+          allowed_providers: restrictions.allowedProviders ? [...restrictions.allowedProviders] : null,
+          ignored_providers: [...restrictions.ignoredProviders],
+          zdr_vendors: [...restrictions.zdrVendors],
+        },
+      });
+    }
+    if (policy?.filters) {
+      const stage = runContentFilters(policy, generation);
+      if (stage) {
+        options.onContentFilter?.(stage, id);
+        pipeline.push(stage.entry);
+        if (stage.blocked) {
+          const metadata = metadataFor(
+            context,
+            parsed.models.length > 1 ? 'fallback' : 'direct',
+            [],
+            [],
+            null,
+            pipeline,
+          );
+          throw new GenerationError(
+            {
+              status: 403,
+              message: stage.blocked.message,
+              errorType: 'content_policy_violation',
+              metadata: {
+                ...stage.blocked.metadata,
+                ...(metadata ? { switchyard_metadata: metadata } : {}),
+              },
+            },
+            null,
+          );
+        }
+        generation = stage.request;
+      }
+    }
     const stickyKey = parsed.sessionId
       ? `${context.principal.keyHash}:${parsed.sessionId}:${parsed.models.join(',')}`
       : null;
@@ -328,21 +398,35 @@ export function createGenerationService(options: {
       plan = planner.plan({
         models: parsed.models,
         provider: parsed.provider,
-        request: parsed.generation,
+        request: generation,
         outputKind: context.apiType === 'embeddings' ? 'embeddings' : 'text',
         stickyEndpointId: stickyKey ? sessions.get(stickyKey) : null,
+        restrictions: policy?.restrictions ?? null,
+        byok: policy?.byok ?? null,
       });
     } catch (error) {
-      if (error instanceof AppError) throw new GenerationError(failureFromAppError(error), null);
+      if (error instanceof AppError) {
+        const failure = failureFromAppError(error);
+        // A guardrail refusal explains itself in the metadata (reference §8), like a block.
+        const metadata =
+          failure.status === 403
+            ? metadataFor(context, parsed.models.length > 1 ? 'fallback' : 'direct', [], [], null, pipeline)
+            : null;
+        if (metadata) failure.metadata = { ...failure.metadata, switchyard_metadata: metadata };
+        throw new GenerationError(failure, null);
+      }
       throw error;
     }
     return {
-      id: newGenerationId(now),
+      id,
       createdAt: Math.floor(now / 1000),
       candidates: plan.candidates,
       strategy: plan.strategy,
       attempts: [],
-      prompt: promptSize(parsed.generation),
+      prompt: promptSize(generation),
+      policy,
+      generation,
+      pipeline,
     };
   }
 
@@ -361,7 +445,16 @@ export function createGenerationService(options: {
       // No endpoint produces more than its context holds, whatever max_tokens asks for.
       maxOutputTokens: Math.min(maxOutputTokens, contextLength),
     });
-    return { worst, scopes: spendScopes(context.principal.key, credits, clock.now()) };
+    return {
+      worst,
+      plan: spendScopes(
+        context.principal.key,
+        credits,
+        clock.now(),
+        prepared.policy,
+        candidate.byok !== null,
+      ),
+    };
   }
 
   /** Ends the request when every attempt failed: the last failure, with the earlier ones in metadata. */
@@ -381,7 +474,14 @@ export function createGenerationService(options: {
         })),
       };
     }
-    const metadata = metadataFor(context, prepared.strategy, prepared.candidates, prepared.attempts, null);
+    const metadata = metadataFor(
+      context,
+      prepared.strategy,
+      prepared.candidates,
+      prepared.attempts,
+      null,
+      prepared.pipeline,
+    );
     if (metadata) failure.metadata = { ...failure.metadata, switchyard_metadata: metadata };
     writeRecord(context, prepared, null, {
       usage: emptyUsage(),
@@ -435,7 +535,7 @@ export function createGenerationService(options: {
       upstream_id: outcome.upstreamId,
       streamed: outcome.streamed,
       cancelled: outcome.cancelled,
-      is_byok: false,
+      is_byok: candidate?.byok != null,
       status: outcome.status,
       http_status: outcome.httpStatus,
       error_type: outcome.failure?.errorType ?? null,
@@ -462,11 +562,17 @@ export function createGenerationService(options: {
       attempts: storedAttempts(prepared.attempts),
     });
     if (outcome.cost.totalNanos > 0) {
-      options.addKeyUsage(principal.keyHash, {
-        usageNanos: outcome.cost.totalNanos,
-        byokNanos: 0,
+      const isByok = candidate?.byok != null;
+      const amount = {
+        usageNanos: isByok ? 0 : outcome.cost.totalNanos,
+        byokNanos: isByok ? outcome.cost.totalNanos : 0,
         at: clock.now(),
-      });
+      };
+      options.addKeyUsage(principal.keyHash, amount);
+      policies.addUsage(
+        { workspaceId: principal.workspaceId, creatorUserId: principal.key.row.creator_user_id },
+        amount,
+      );
     }
   }
 
@@ -491,8 +597,15 @@ export function createGenerationService(options: {
     return {
       usage,
       cost,
-      isByok: false,
-      metadata: metadataFor(context, prepared.strategy, prepared.candidates, prepared.attempts, candidate),
+      isByok: candidate.byok !== null,
+      metadata: metadataFor(
+        context,
+        prepared.strategy,
+        prepared.candidates,
+        prepared.attempts,
+        candidate,
+        prepared.pipeline,
+      ),
     };
   }
 
@@ -516,15 +629,18 @@ export function createGenerationService(options: {
     for (const candidate of prepared.candidates) {
       if (context.signal.aborted) break;
       if (candidate.model.id === skipModel) continue;
-      const { worst, scopes } = reserveFor(context, prepared, candidate);
-      const reserved = await counters.reserve(scopes, worst);
+      const { worst, plan } = reserveFor(context, prepared, candidate);
+      const reserved = await counters.reserve(plan.scopes, worst);
       if (!reserved.ok) {
+        const denial = plan.denials.get(reserved.scopeId);
         last = {
-          status: 402,
-          message: denialMessage(reserved.scopeId, worst, reserved.availableNanos),
-          errorType: 'payment_required',
+          status: denial?.status ?? 402,
+          message: denial
+            ? denial.message(worst, reserved.availableNanos)
+            : `Spending limit reached (${reserved.scopeId})`,
+          errorType: denial?.errorType ?? 'payment_required',
         };
-        prepared.attempts.push(attemptOf(candidate, 402, null, 'payment_required', 0, false));
+        prepared.attempts.push(attemptOf(candidate, last.status, null, last.errorType, 0, false));
         continue;
       }
       const attemptStart = performance.now();
@@ -543,13 +659,18 @@ export function createGenerationService(options: {
           continue;
         }
         if (!(error instanceof UpstreamError)) throw error;
-        const failure = failureFromUpstream(error, candidate.endpoint.provider_name);
+        const failure = failureFromUpstream(error, candidate.endpoint.provider_name, candidate.byok !== null);
         const endpointFault = isEndpointFault(error);
-        health.record(candidate.endpoint.id, {
-          ok: false,
-          endpointFault,
-          retryAfterSeconds: error.retryAfterSeconds,
-        });
+        // A workspace's own credential that the provider refuses says nothing about the endpoint.
+        const credentialRefused =
+          candidate.byok !== null && error.status !== null && PROVIDER_REFUSALS.has(error.status);
+        if (!credentialRefused) {
+          health.record(candidate.endpoint.id, {
+            ok: false,
+            endpointFault,
+            retryAfterSeconds: error.retryAfterSeconds,
+          });
+        }
         prepared.attempts.push(
           attemptOf(
             candidate,
@@ -576,13 +697,13 @@ export function createGenerationService(options: {
     async generate(
       context: GenerationContext,
     ): Promise<{ info: GenerationInfo; result: GenerationResult; summary: GenerationSummary }> {
-      const prepared = prepare(context);
+      const prepared = await prepare(context);
       const { candidate, started, reservation, attemptStart } = await firstThatStarts(
         context,
         prepared,
         (target, call) =>
           adapters.adapterFor(target.protocol, target.endpoint.provider_slug).generate({
-            request: { ...context.parsed.generation, model: target.endpoint.provider_model_id },
+            request: { ...prepared.generation, model: target.endpoint.provider_model_id },
             target: target.target,
             signal: call.signal,
             timeouts: timeoutsFor(target, false),
@@ -633,7 +754,7 @@ export function createGenerationService(options: {
       context: GenerationContext,
       request: Omit<EmbeddingRequest, 'model'>,
     ): Promise<{ info: GenerationInfo; result: EmbeddingResult; summary: GenerationSummary }> {
-      const prepared = prepare(context);
+      const prepared = await prepare(context);
       const { candidate, started, reservation, attemptStart } = await firstThatStarts(
         context,
         prepared,
@@ -693,7 +814,7 @@ export function createGenerationService(options: {
      * that moment a failure moves on to the next candidate), or rejects with a GenerationError.
      */
     async stream(context: GenerationContext): Promise<StreamOutcome> {
-      const prepared = prepare(context);
+      const prepared = await prepare(context);
       const { candidate, started, reservation, attemptStart } = await firstThatStarts(
         context,
         prepared,
@@ -701,7 +822,7 @@ export function createGenerationService(options: {
           const iterator = adapters
             .adapterFor(target.protocol, target.endpoint.provider_slug)
             .stream({
-              request: { ...context.parsed.generation, model: target.endpoint.provider_model_id },
+              request: { ...prepared.generation, model: target.endpoint.provider_model_id },
               target: target.target,
               signal: call.signal,
               timeouts: timeoutsFor(target, true),
@@ -745,7 +866,11 @@ export function createGenerationService(options: {
             upstreamId = part.id ?? upstreamId;
             return true;
           case 'error':
-            failure = failureFromUpstream(part.error, candidate.endpoint.provider_name);
+            failure = failureFromUpstream(
+              part.error,
+              candidate.endpoint.provider_name,
+              candidate.byok !== null,
+            );
             return false;
           case 'text-delta':
           case 'reasoning-delta':
@@ -771,7 +896,7 @@ export function createGenerationService(options: {
           }
         } catch (error) {
           if (!(error instanceof UpstreamError)) throw error;
-          failure = failureFromUpstream(error, candidate.endpoint.provider_name);
+          failure = failureFromUpstream(error, candidate.endpoint.provider_name, candidate.byok !== null);
         } finally {
           ended = true;
           await started.iterator.return?.();

@@ -9,6 +9,8 @@ import { AppError, invalidRequest } from '../../errors/app-error.js';
 import type { GenerationRequest } from '../../spec/generation-request.js';
 import type { UpstreamTarget } from '../../spec/provider-adapter.js';
 import type { Percentiles, ProviderPreferences } from '../dialects/dialect.js';
+import type { ByokCredential, RoutingRestrictions } from '../policy/effective-policy.js';
+import { vendorOf } from '../policy/effective-policy.js';
 import { type Protocol, protocolForAdapter, upstreamTargetFor } from '../providers/provider-protocols.js';
 
 /** One endpoint the execution loop may try, with everything needed to call it. */
@@ -17,6 +19,8 @@ export interface Candidate {
   endpoint: SnapshotEndpoint;
   protocol: Protocol;
   target: UpstreamTarget;
+  /** The workspace's BYOK credential this attempt uses, or null for the gateway's own credential. */
+  byok: ByokCredential | null;
 }
 
 export interface AttemptPlan {
@@ -38,7 +42,13 @@ export interface PlanInput {
   outputKind: OutputKind;
   /** Sticky routing: the endpoint this session last used successfully, when known. */
   stickyEndpointId: string | null;
+  /** What the applicable guardrails allow (models, providers, ZDR per vendor); null: no limits. */
+  restrictions?: RoutingRestrictions | null;
+  /** The workspace's BYOK credentials this key may use, by provider slug, in the order to try them. */
+  byok?: ReadonlyMap<string, ByokCredential[]> | null;
 }
+
+const GUARDRAIL_REASON = 'the guardrails that apply to this key';
 
 const DEMO_TARGET: UpstreamTarget = { baseUrl: 'builtin:demo', apiKey: null };
 
@@ -116,6 +126,47 @@ export function createAttemptPlanner(options: {
       targets.set(endpoint.provider_slug, target);
     }
     return target;
+  }
+
+  /** The BYOK credentials usable for an endpoint: its provider's (or base provider's), for this model. */
+  function byokFor(
+    byok: ReadonlyMap<string, ByokCredential[]> | null,
+    endpoint: SnapshotEndpoint,
+    model: CatalogModel,
+  ): ByokCredential[] {
+    if (!byok || byok.size === 0) return [];
+    const listed = byok.get(endpoint.provider_slug) ?? byok.get(providerBase(endpoint.provider_slug)) ?? [];
+    return listed.filter(
+      (credential) => !credential.allowedModels || namesModel(credential.allowedModels, model),
+    );
+  }
+
+  function byokTarget(endpoint: SnapshotEndpoint, credential: ByokCredential): UpstreamTarget {
+    const base = providerBase(endpoint.provider_slug);
+    const baseUrl =
+      config.providers[base]?.base_url ?? baseUrls.get(endpoint.provider_slug) ?? baseUrls.get(base) ?? '';
+    return { baseUrl, apiKey: credential.secret };
+  }
+
+  /**
+   * One candidate per credential of an endpoint: the workspace's BYOK credentials first (by
+   * `sort_order`), then the gateway's own, then BYOK credentials marked `is_fallback`.
+   */
+  function withByok(candidate: Candidate, byok: ReadonlyMap<string, ByokCredential[]> | null): Candidate[] {
+    if (candidate.protocol === 'demo') return [candidate];
+    const credentials = byokFor(byok, candidate.endpoint, candidate.model);
+    if (credentials.length === 0) return [candidate];
+    const platform = candidate.byok === null ? candidate : null;
+    const variant = (credential: ByokCredential): Candidate => ({
+      ...candidate,
+      target: byokTarget(candidate.endpoint, credential),
+      byok: credential,
+    });
+    return [
+      ...credentials.filter((credential) => !credential.isFallback).map(variant),
+      ...(platform ? [platform] : []),
+      ...credentials.filter((credential) => credential.isFallback).map(variant),
+    ];
   }
 
   function resolveModel(slug: string, field: string): CatalogModel {
@@ -213,6 +264,7 @@ export function createAttemptPlanner(options: {
         resolveModel(slug, index === 0 ? 'body.model' : `body.models[${index - 1}]`),
       );
       const used = input.request ? usedParameters(input.request) : [];
+      const refusedModels: string[] = [];
       const maxOutput = input.request?.maxOutputTokens;
       const excluded = new Map<string, number>();
       const exclude = (reason: string) => excluded.set(reason, (excluded.get(reason) ?? 0) + 1);
@@ -225,6 +277,13 @@ export function createAttemptPlanner(options: {
           );
         }
         const kept: Candidate[] = [];
+        const restrictions = input.restrictions ?? null;
+        if (restrictions && !modelAllowed(restrictions, model)) {
+          refusedModels.push(model.id);
+          totalEndpoints += model.endpoints.length;
+          for (const _ of model.endpoints) exclude(GUARDRAIL_REASON);
+          return kept;
+        }
         for (const endpoint of model.endpoints) {
           totalEndpoints += 1;
           const protocol = protocolForAdapter(endpoint.adapter);
@@ -232,11 +291,17 @@ export function createAttemptPlanner(options: {
             exclude('its protocol is not supported by this gateway');
             continue;
           }
-          const target = targetFor(endpoint, protocol);
-          if (!target) {
+          if (restrictions && !guardrailsAllow(restrictions, model, endpoint)) {
+            exclude(GUARDRAIL_REASON);
+            continue;
+          }
+          const platform = targetFor(endpoint, protocol);
+          const credentials = protocol === 'demo' ? [] : byokFor(input.byok ?? null, endpoint, model);
+          if (!platform && credentials.length === 0) {
             exclude('no credentials are configured for its provider');
             continue;
           }
+          const target = platform ?? byokTarget(endpoint, credentials[0]!);
           if (provider.only && !provider.only.some((entry) => namesProvider(entry, endpoint))) {
             exclude('provider.only');
             continue;
@@ -291,7 +356,7 @@ export function createAttemptPlanner(options: {
             exclude('its maximum output is below the requested max tokens');
             continue;
           }
-          kept.push({ model, endpoint, protocol, target });
+          kept.push({ model, endpoint, protocol, target, byok: platform ? null : credentials[0]! });
         }
         return kept;
       });
@@ -342,10 +407,11 @@ export function createAttemptPlanner(options: {
         return ordered;
       };
 
-      let candidates =
+      let candidates = (
         partition === 'none' && sort
           ? orderGroup(groups.flat())
-          : groups.flatMap((group) => orderGroup(group));
+          : groups.flatMap((group) => orderGroup(group))
+      ).flatMap((candidate) => withByok(candidate, input.byok ?? null));
       if (input.stickyEndpointId) {
         const sticky = candidates.find(
           (candidate) =>
@@ -354,6 +420,23 @@ export function createAttemptPlanner(options: {
         if (sticky) candidates = [sticky, ...candidates.filter((candidate) => candidate !== sticky)];
       }
 
+      if (
+        candidates.length === 0 &&
+        input.restrictions &&
+        [...excluded.keys()].every((reason) => reason === GUARDRAIL_REASON) &&
+        excluded.size > 0
+      ) {
+        const names = models.map((model) => `"${model.id}"`).join(', ');
+        const why =
+          refusedModels.length === models.length
+            ? `${refusedModels.length === 1 ? 'the model is' : 'the models are'} not allowed`
+            : 'no endpoint of an allowed provider (or a zero-data-retention endpoint, where required) serves it';
+        throw new AppError(
+          'permission_denied',
+          `Request refused by guardrail ${input.restrictions.names}: ${names}: ${why}`,
+          { metadata: { error_type: 'permission_denied' } },
+        );
+      }
       if (candidates.length === 0) {
         const names = models.map((model) => model.id).join(', ');
         const reasons = [...excluded.entries()].map(([reason, count]) => `${count} excluded by ${reason}`);
@@ -393,3 +476,26 @@ function perMillionOrNull(price: unknown): number | null {
 }
 
 export type AttemptPlanner = ReturnType<typeof createAttemptPlanner>;
+
+/** Model lists of guardrails and BYOK credentials hold canonical slugs; ids are accepted too. */
+const namesModel = (list: ReadonlySet<string>, model: CatalogModel): boolean =>
+  list.has(model.canonicalSlug) || list.has(model.id);
+
+function modelAllowed(restrictions: RoutingRestrictions, model: CatalogModel): boolean {
+  if (restrictions.allowedModels && !namesModel(restrictions.allowedModels, model)) return false;
+  return !namesModel(restrictions.ignoredModels, model);
+}
+
+/** Whether the applicable guardrails let this endpoint serve this model (providers and ZDR). */
+function guardrailsAllow(
+  restrictions: RoutingRestrictions,
+  model: CatalogModel,
+  endpoint: SnapshotEndpoint,
+): boolean {
+  const slug = endpoint.provider_slug;
+  const names = (set: ReadonlySet<string>) => set.has(slug) || set.has(providerBase(slug));
+  if (restrictions.allowedProviders && !names(restrictions.allowedProviders)) return false;
+  if (names(restrictions.ignoredProviders)) return false;
+  if (restrictions.zdrVendors.has(vendorOf(model.id)) && !isZeroDataRetention(endpoint)) return false;
+  return true;
+}

@@ -2,16 +2,81 @@ import type { CachedKey } from '../../admin/keys/key-cache.js';
 import type { CreditBalance } from '../../billing/credit-balance.js';
 import { nanosToUsd } from '../../billing/money.js';
 import type { SpendCounters, SpendScope } from '../../billing/spend-counters.js';
-import { sumWindows, windowEndsAt, windowStartDays } from '../../billing/usage-windows.js';
+import {
+  type ResetInterval,
+  sumWindows,
+  windowEndsAt,
+  windowStartDays,
+} from '../../billing/usage-windows.js';
+import type { BudgetInterval } from '../../storage/database-schema.js';
+import type { EffectivePolicy } from '../policy/effective-policy.js';
+import type { SpendRows } from '../policy/policy-repository.js';
+
+/** What a refused reservation answers: 402 for credits and key limits, 403 for budgets and guardrails. */
+export interface ScopeDenial {
+  status: 402 | 403;
+  errorType: 'payment_required' | 'permission_denied';
+  message(neededNanos: number, availableNanos: number): string;
+}
+
+export interface ScopePlan {
+  scopes: SpendScope[];
+  denials: Map<string, ScopeDenial>;
+}
+
+/** Dollars with cents ($500.00), or every significant digit for limits below a cent ($0.005). */
+const usd = (nanos: number) => {
+  const value = nanosToUsd(nanos);
+  return Number.isInteger(Math.round(value * 1e6) / 1e4) ? value.toFixed(2) : String(value);
+};
+
+/** The window id a reset interval is counted in at `now` (part of the counter id). */
+function windowId(reset: ResetInterval | null, now: Date): string {
+  const start = windowStartDays(now);
+  return reset === 'daily'
+    ? start.day
+    : reset === 'weekly'
+      ? start.week
+      : reset === 'monthly'
+        ? start.month
+        : 'all';
+}
+
+function spentIn(spend: SpendRows, reset: ResetInterval | null, includeByok: boolean, now: Date): number {
+  const days = spend.days.map((day) => ({ day: day.day, nanos: day.usage + (includeByok ? day.byok : 0) }));
+  const lifetime = spend.lifetime.usage + (includeByok ? spend.lifetime.byok : 0);
+  const totals = sumWindows(days, lifetime, now);
+  return reset ? totals[reset] : totals.usage;
+}
+
+const keySpendRows = (key: CachedKey): SpendRows => ({
+  days: key.usage.days.map((day) => ({ day: day.day, usage: day.usage, byok: day.byok })),
+  lifetime: key.usage.lifetime,
+});
+
+const PERIOD: Record<ResetInterval, string> = { daily: 'day', weekly: 'week', monthly: 'month' };
+
+/** Broadest first, so that the scope a refusal names is the broadest exceeded budget. */
+const BUDGET_ORDER: BudgetInterval[] = ['lifetime', 'monthly', 'weekly', 'daily'];
 
 /**
- * The limits a generation reserves against: the account's credits and the key's spending limit in
- * its current window.
+ * The limits one attempt reserves against: the account's credits (not for BYOK attempts, which the
+ * provider bills), the key's spending limit, the workspace's budgets and each applicable
+ * guardrail's limit, each in its current window. BYOK spend counts toward the key limit only with
+ * `include_byok_in_limit` and toward budgets only with `include_byok_in_budgets`.
  */
-export function spendScopes(key: CachedKey, credits: CreditBalance, now: Date): SpendScope[] {
-  const totals = credits.current();
-  const scopes: SpendScope[] = [
-    {
+export function spendScopes(
+  key: CachedKey,
+  credits: CreditBalance,
+  now: Date,
+  policy: EffectivePolicy | null = null,
+  isByok = false,
+): ScopePlan {
+  const scopes: SpendScope[] = [];
+  const denials = new Map<string, ScopeDenial>();
+  if (!isByok) {
+    const totals = credits.current();
+    scopes.push({
       id: 'credits',
       limitNanos: totals.grantedNanos,
       baseNanos: totals.usedNanos,
@@ -19,42 +84,85 @@ export function spendScopes(key: CachedKey, credits: CreditBalance, now: Date): 
       // Zero-priced requests (the demo provider, free models) pass even with no credits left: here
       // credits cap what the account spends upstream, and a free request spends nothing.
       refuseWhenExhausted: false,
-    },
-  ];
-  const limit = key.row.limit_nanos;
-  if (limit !== null) {
-    const reset = key.row.limit_reset;
-    const days = key.usage.days.map((day) => ({
-      day: day.day,
-      nanos: day.usage + (key.row.include_byok_in_limit ? day.byok : 0),
-    }));
-    const lifetime = key.usage.lifetime.usage + (key.row.include_byok_in_limit ? key.usage.lifetime.byok : 0);
-    const totalsByWindow = sumWindows(days, lifetime, now);
-    const start = windowStartDays(now);
-    const windowId =
-      reset === 'daily'
-        ? start.day
-        : reset === 'weekly'
-          ? start.week
-          : reset === 'monthly'
-            ? start.month
-            : 'all';
-    scopes.push({
-      id: `key:${key.row.hash}:${reset ?? 'lifetime'}:${windowId}`,
-      limitNanos: limit,
-      baseNanos: reset ? totalsByWindow[reset] : totalsByWindow.usage,
-      windowEndsAt: reset ? windowEndsAt(reset, now) : null,
+    });
+    denials.set('credits', {
+      status: 402,
+      errorType: 'payment_required',
+      message: (needed, available) =>
+        `Insufficient credits: this request may cost up to $${nanosToUsd(needed)} but $${nanosToUsd(available)} remain. Add more with \`switchyard credits add <usd>\`, or send fewer max tokens.`,
     });
   }
-  return scopes;
-}
-
-/** The 402 message for a refused reservation, naming what ran out and what the request needed. */
-export function denialMessage(scopeId: string, neededNanos: number, availableNanos: number): string {
-  if (scopeId === 'credits') {
-    return `Insufficient credits: this request may cost up to $${nanosToUsd(neededNanos)} but $${nanosToUsd(availableNanos)} remain. Add more with \`switchyard credits add <usd>\`, or send fewer max tokens.`;
+  const limit = key.row.limit_nanos;
+  const includeByokInLimit = key.row.include_byok_in_limit === 1;
+  if (limit !== null && (!isByok || includeByokInLimit)) {
+    const reset = key.row.limit_reset;
+    const id = `key:${key.row.hash}:${reset ?? 'lifetime'}:${windowId(reset, now)}`;
+    scopes.push({
+      id,
+      limitNanos: limit,
+      baseNanos: spentIn(keySpendRows(key), reset, includeByokInLimit, now),
+      windowEndsAt: reset ? windowEndsAt(reset, now) : null,
+    });
+    denials.set(id, {
+      status: 402,
+      errorType: 'payment_required',
+      message: (needed, available) =>
+        `Key limit exceeded: this request may cost up to $${nanosToUsd(needed)} but the key has $${nanosToUsd(available)} left of its limit. Raise the key's limit, or send fewer max tokens.`,
+    });
   }
-  return `Key limit exceeded: this request may cost up to $${nanosToUsd(neededNanos)} but the key has $${nanosToUsd(availableNanos)} left of its limit. Raise the key's limit, or send fewer max tokens.`;
+  if (!policy) return { scopes, denials };
+
+  if (!isByok || policy.includeByokInBudgets) {
+    const budgets = [...policy.budgets].sort(
+      (a, b) => BUDGET_ORDER.indexOf(a.interval) - BUDGET_ORDER.indexOf(b.interval),
+    );
+    for (const budget of budgets) {
+      const reset = budget.interval === 'lifetime' ? null : budget.interval;
+      const id = `budget:${budget.workspace_id}:${budget.interval}:${windowId(reset, now)}`;
+      const limitNanos = Number(budget.limit_nanos);
+      scopes.push({
+        id,
+        limitNanos,
+        baseNanos: spentIn(policy.workspaceSpend, reset, policy.includeByokInBudgets, now),
+        windowEndsAt: reset ? windowEndsAt(reset, now) : null,
+        // An exhausted budget refuses every request, free ones included (reference §5).
+        refuseWhenExhausted: true,
+      });
+      denials.set(id, {
+        status: 403,
+        errorType: 'permission_denied',
+        message: (needed, available) =>
+          available <= 0
+            ? `Workspace ${budget.interval} budget of $${usd(limitNanos)} exceeded. Contact your org admin.`
+            : `Workspace ${budget.interval} budget of $${usd(limitNanos)} would be exceeded: this request may cost up to $${nanosToUsd(needed)} but $${nanosToUsd(available)} remain. Contact your org admin, or send fewer max tokens.`,
+      });
+    }
+  }
+
+  if (!isByok) {
+    for (const guardrailLimit of policy.limits) {
+      const { guardrail, reset } = guardrailLimit;
+      const id = `guardrail:${guardrail.id}:${guardrailLimit.holder}:${reset ?? 'lifetime'}:${windowId(reset, now)}`;
+      const spend = guardrailLimit.spend ?? keySpendRows(key);
+      scopes.push({
+        id,
+        limitNanos: guardrailLimit.limitNanos,
+        baseNanos: spentIn(spend, reset, false, now),
+        windowEndsAt: reset ? windowEndsAt(reset, now) : null,
+        refuseWhenExhausted: true,
+      });
+      const holder = guardrailLimit.holder.startsWith('member:') ? 'member' : 'key';
+      denials.set(id, {
+        status: 403,
+        errorType: 'permission_denied',
+        message: (needed, available) =>
+          available <= 0
+            ? `Guardrail "${guardrail.name}" limit of $${usd(guardrailLimit.limitNanos)}${reset ? ` per ${PERIOD[reset]}` : ''} exceeded for this ${holder}.`
+            : `Guardrail "${guardrail.name}" limit of $${usd(guardrailLimit.limitNanos)} would be exceeded: this request may cost up to $${nanosToUsd(needed)} but $${nanosToUsd(available)} remain for this ${holder}. Send fewer max tokens.`,
+      });
+    }
+  }
+  return { scopes, denials };
 }
 
 export type { SpendCounters };

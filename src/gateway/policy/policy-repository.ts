@@ -1,0 +1,146 @@
+import { sql } from 'kysely';
+import type { Storage } from '../../storage/database.js';
+import type {
+  ByokCredentialTable,
+  GuardrailTable,
+  WorkspaceBudgetTable,
+  WorkspaceTable,
+} from '../../storage/database-schema.js';
+
+/** Spend rows of one window-able scope: per UTC day since the earliest window start, and lifetime. */
+export interface SpendRows {
+  days: Array<{ day: string; usage: number; byok: number }>;
+  lifetime: { usage: number; byok: number };
+}
+
+const emptySpend = (): SpendRows => ({ days: [], lifetime: { usage: 0, byok: 0 } });
+
+/** Everything the gateway enforces for one workspace, as stored. */
+export interface WorkspacePolicyRows {
+  workspace: WorkspaceTable;
+  budgets: WorkspaceBudgetTable[];
+  spend: SpendRows;
+  guardrails: GuardrailTable[];
+  /** key hash → guardrail id. */
+  keyAssignments: Map<string, string>;
+  /** member user id → guardrail id. */
+  memberAssignments: Map<string, string>;
+  /** Spend of each assigned member's keys in this workspace (guardrail limits are per member). */
+  memberSpend: Map<string, SpendRows>;
+  /** Enabled BYOK credentials, by provider then sort order. */
+  byok: ByokCredentialTable[];
+}
+
+/**
+ * Reads a workspace's policy in a handful of queries; the policy cache calls it on a miss, never on
+ * a request that finds the workspace cached.
+ */
+export function createPolicyRepository(storage: Storage) {
+  const { db } = storage;
+  return {
+    async load(workspaceId: string, sinceDay: string): Promise<WorkspacePolicyRows | null> {
+      const workspace = await db
+        .selectFrom('workspaces')
+        .selectAll()
+        .where('id', '=', workspaceId)
+        .executeTakeFirst();
+      if (!workspace) return null;
+      const [budgets, days, lifetime, guardrails, byok] = await Promise.all([
+        db.selectFrom('workspace_budgets').selectAll().where('workspace_id', '=', workspaceId).execute(),
+        db
+          .selectFrom('workspace_usage_daily')
+          .select(['day', 'usage_nanos', 'byok_usage_nanos'])
+          .where('workspace_id', '=', workspaceId)
+          .where('day', '>=', sinceDay)
+          .execute(),
+        db
+          .selectFrom('workspace_usage_daily')
+          .select([
+            sql<string>`coalesce(sum(usage_nanos), 0)`.as('usage'),
+            sql<string>`coalesce(sum(byok_usage_nanos), 0)`.as('byok'),
+          ])
+          .where('workspace_id', '=', workspaceId)
+          .executeTakeFirst(),
+        db.selectFrom('guardrails').selectAll().where('workspace_id', '=', workspaceId).execute(),
+        db
+          .selectFrom('byok_credentials')
+          .selectAll()
+          .where('workspace_id', '=', workspaceId)
+          .where('disabled', '=', 0)
+          .orderBy('provider')
+          .orderBy('sort_order')
+          .orderBy('created_at')
+          .execute(),
+      ]);
+      const guardrailIds = guardrails.map((guardrail) => guardrail.id);
+      const [keyRows, memberRows] =
+        guardrailIds.length === 0
+          ? [[], []]
+          : await Promise.all([
+              db
+                .selectFrom('guardrail_key_assignments')
+                .select(['key_hash', 'guardrail_id'])
+                .where('guardrail_id', 'in', guardrailIds)
+                .execute(),
+              db
+                .selectFrom('guardrail_member_assignments')
+                .select(['user_id', 'guardrail_id'])
+                .where('guardrail_id', 'in', guardrailIds)
+                .execute(),
+            ]);
+      const memberAssignments = new Map(memberRows.map((row) => [row.user_id, row.guardrail_id]));
+      const memberSpend = new Map<string, SpendRows>();
+      const limited = new Set(
+        guardrails.filter((guardrail) => guardrail.limit_nanos !== null).map((guardrail) => guardrail.id),
+      );
+      const members = [...memberAssignments].filter(([, id]) => limited.has(id)).map(([user]) => user);
+      if (members.length > 0) {
+        const memberDays = await db
+          .selectFrom('key_usage_daily')
+          .innerJoin('api_keys', 'api_keys.hash', 'key_usage_daily.key_hash')
+          .select([
+            'api_keys.creator_user_id as user_id',
+            'key_usage_daily.day as day',
+            sql<string>`sum(key_usage_daily.usage_nanos)`.as('usage'),
+            sql<string>`sum(key_usage_daily.byok_usage_nanos)`.as('byok'),
+          ])
+          .where('api_keys.workspace_id', '=', workspaceId)
+          .where('api_keys.creator_user_id', 'in', members)
+          .groupBy(['api_keys.creator_user_id', 'key_usage_daily.day'])
+          .execute();
+        for (const row of memberDays) {
+          if (row.user_id === null) continue;
+          let entry = memberSpend.get(row.user_id);
+          if (!entry) {
+            entry = emptySpend();
+            memberSpend.set(row.user_id, entry);
+          }
+          const usage = Number(row.usage);
+          const byokUsage = Number(row.byok);
+          entry.lifetime.usage += usage;
+          entry.lifetime.byok += byokUsage;
+          if (row.day >= sinceDay) entry.days.push({ day: row.day, usage, byok: byokUsage });
+        }
+      }
+      return {
+        workspace,
+        budgets,
+        spend: {
+          days: days.map((row) => ({
+            day: row.day,
+            usage: Number(row.usage_nanos),
+            byok: Number(row.byok_usage_nanos),
+          })),
+          lifetime: { usage: Number(lifetime?.usage ?? 0), byok: Number(lifetime?.byok ?? 0) },
+        },
+        guardrails,
+        keyAssignments: new Map(keyRows.map((row) => [row.key_hash, row.guardrail_id])),
+        memberAssignments,
+        memberSpend,
+        byok,
+      };
+    },
+  };
+}
+
+export type PolicyRepository = ReturnType<typeof createPolicyRepository>;
