@@ -22,10 +22,17 @@ local stored = {}
 for i, key in ipairs(KEYS) do
   local at = 3 + (i - 1) * 4
   stored[i] = redis.call('GET', key)
-  local counter = tonumber(stored[i] or ARGV[at + 1])
+  local shown = stored[i] or ARGV[at + 1]
+  local counter = tonumber(shown)
+  -- Never below what storage knows was spent (a counter that missed spend is raised to it).
+  if counter < tonumber(ARGV[at + 1]) then
+    shown = ARGV[at + 1]
+    counter = tonumber(shown)
+    stored[i] = nil
+  end
   local limit = tonumber(ARGV[at])
   if limit >= 0 and (counter + amount > limit or (ARGV[at + 3] == '1' and counter >= limit)) then
-    return {i, stored[i] or ARGV[at + 1]}
+    return {i, shown}
   end
 end
 for i, key in ipairs(KEYS) do

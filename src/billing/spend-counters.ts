@@ -146,7 +146,10 @@ export function createMemorySpendCounters(options: { now: () => number; idleTtlM
       sweep(now);
       const current = scopes.map((scope) => live(scope.id, now));
       for (const [index, scope] of scopes.entries()) {
-        const refused = refusal(scope, current[index]?.value ?? scope.baseNanos, amountNanos);
+        // Never below what storage knows was spent: a counter that missed spend (a budget deleted
+        // and set again, a guardrail re-assigned) would otherwise let it be spent twice.
+        const value = Math.max(current[index]?.value ?? scope.baseNanos, scope.baseNanos);
+        const refused = refusal(scope, value, amountNanos);
         if (refused) return refused;
       }
       const reserved = scopes.map((scope, index) => {
@@ -160,7 +163,7 @@ export function createMemorySpendCounters(options: { now: () => number; idleTtlM
           };
           counters.set(scope.id, counter);
         }
-        counter.value += amountNanos;
+        counter.value = Math.max(counter.value, scope.baseNanos) + amountNanos;
         counter.outstanding += 1;
         counter.touchedAt = now;
         return counter;

@@ -40,7 +40,7 @@ function describeValidation(error: FastifyError): string {
   }
   const where = field ? `${part}.${field}` : part;
   if (first.keyword === 'pattern' && params.pattern === NO_NUL_PATTERN) {
-    return `Invalid request parameters: ${where} must not contain NUL characters`;
+    return `Invalid request parameters: ${where} must not contain NUL characters or unpaired surrogates`;
   }
   if (Array.isArray(params.allowedValues)) {
     return `Invalid request parameters: ${where} must be one of: ${params.allowedValues.map((value) => (value === null ? 'null' : String(value))).join(', ')}`;
@@ -75,11 +75,26 @@ export function renderError(error: unknown): {
       body: { error: { code: known.status, message: known.message(fastifyError) } },
     };
   }
+  if (isForeignKeyViolation(error)) {
+    // The row a write referred to went away meanwhile (a workspace deleted while something was
+    // being created in it): for the client, that resource is not found.
+    return {
+      status: 404,
+      headers: {},
+      body: { error: { code: 404, message: 'Resource not found: it was deleted while this request ran' } },
+    };
+  }
   const status = fastifyError?.statusCode;
   if (typeof status === 'number' && status >= 400 && status < 500) {
     return { status, headers: {}, body: { error: { code: status, message: fastifyError.message } } };
   }
   return { status: 500, headers: {}, body: { error: { code: 500, message: 'Internal Server Error' } } };
+}
+
+/** PostgreSQL SQLSTATE 23503 or better-sqlite3's SQLITE_CONSTRAINT_FOREIGNKEY. */
+function isForeignKeyViolation(error: unknown): boolean {
+  const code = (error as { code?: unknown } | null)?.code;
+  return code === '23503' || code === 'SQLITE_CONSTRAINT_FOREIGNKEY';
 }
 
 /** Installs the one error renderer and the 404 handler; nothing else writes error bodies. */

@@ -41,6 +41,8 @@ export async function createInference(options: {
   onGeneration?: (record: GenerationRecordInput) => void;
   /** Workspace policies (budgets, guardrails, BYOK credentials), served from memory. */
   policies: PolicyCache;
+  /** Reports a workspace policy that could not be loaded. */
+  onPolicyError?: (error: unknown) => void;
   /** Sees each content-filter stage that changed, flagged or blocked a request. */
   onContentFilter?: (stage: ContentFilterStage, generationId: string) => void;
 }) {
@@ -67,6 +69,7 @@ export async function createInference(options: {
     counters,
     credits,
     policies: options.policies,
+    ...(options.onPolicyError ? { onPolicyError: options.onPolicyError } : {}),
     ...(options.onContentFilter ? { onContentFilter: options.onContentFilter } : {}),
     log: options.onGeneration
       ? {

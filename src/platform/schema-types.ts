@@ -1,7 +1,12 @@
 import { type TSchema, type TUnsafe, Type } from 'typebox';
 
-/** Text that can be stored on both backends: PostgreSQL refuses the NUL character. */
-export const NO_NUL_PATTERN = '^[^\\u0000]*$';
+/**
+ * Text that can be stored on both backends unchanged: PostgreSQL refuses the NUL character, and an
+ * unpaired surrogate (not valid UTF-16) would be stored as U+FFFD, so two different ids would read
+ * back the same. Ajv compiles patterns with the `u` flag, where a surrogate range matches only
+ * unpaired surrogates.
+ */
+export const NO_NUL_PATTERN = '^[^\\u0000\\ud800-\\udfff]*$';
 
 export const storableText = (
   options: { minLength?: number; maxLength?: number; description?: string } = {},

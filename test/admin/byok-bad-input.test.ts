@@ -63,6 +63,11 @@ describe('BYOK credentials refuse bad input with a 400 that names the field, and
     ],
     ['key with NUL', { provider: 'openai', key: 'sk-abc\u0000def' }, /body\.key must not contain control/],
     ['key with DEL', { provider: 'openai', key: 'sk-abc\u007fdef' }, /body\.key must not contain control/],
+    [
+      'key with an unpaired surrogate',
+      { provider: 'openai', key: 'sk-abc\ud800def-0123456789' },
+      /body\.key must not contain unpaired surrogates/,
+    ],
     ['non-string key', { provider: 'openai', key: 12345 }, /body\.key must be string/],
     ['empty name', { provider: 'openai', key: validKey, name: '' }, /body\.name must NOT have fewer than 1/],
     [

@@ -118,6 +118,10 @@ describe('Workspace members over HTTP', () => {
       [{ user_ids: ['u'.repeat(257)] }, /body\.user_ids\.0 must NOT have more than 256 characters/],
       [{ user_ids: [42] }, /body\.user_ids\.0 must be string/],
       [{ user_ids: ['a\u0000b'] }, /body\.user_ids\.0 must not contain NUL characters/],
+      [
+        { user_ids: ['ok', '\ud800'] },
+        /body\.user_ids\.1 must not contain NUL characters or unpaired surrogates/,
+      ],
       [{ user_ids: 'user_a' }, /body\.user_ids must be array/],
       [{}, /body\.user_ids/],
       [{ user_ids: ['a'], role: 'admin' }, /body\.role is not a known field/],

@@ -384,6 +384,13 @@ describe('Workspaces over HTTP', () => {
     const defaults = (await gateway.request('GET', '/api/v1/workspaces/default')).body.data;
     const message = expectError(await gateway.request('DELETE', `/api/v1/workspaces/${defaults.id}`), 400);
     assert.match(message, /default workspace cannot be deleted/);
+    // Nor renamed out of its slug, which another workspace could then take.
+    const renamed = expectError(
+      await gateway.request('PATCH', `/api/v1/workspaces/${defaults.id}`, { body: { slug: 'renamed' } }),
+      400,
+    );
+    assert.match(renamed, /body\.slug of the default workspace cannot be changed/);
+    assert.equal((await gateway.request('GET', '/api/v1/workspaces/default')).body.data.id, defaults.id);
 
     const busy = (await create({ name: 'Busy', slug: 'busy' })).body.data.id as string;
     for (const name of ['one', 'two']) {

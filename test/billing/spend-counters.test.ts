@@ -140,9 +140,25 @@ for (const backend of backends) {
       });
       reservationOf(await counters.reserve([limit], 3_000));
       assert.equal(await counters.peek('key:c'), 10_000);
-      // A later, different base from storage does not overwrite the live counter.
+      // A later, lower base from storage does not overwrite the live counter.
       const outcome = await counters.reserve([{ ...limit, baseNanos: 0 }], 1);
       assert.deepEqual(outcome, { ok: false, scopeId: 'key:c', availableNanos: 0 });
+    });
+
+    it('raises a live counter that is below what storage knows was spent', async (t) => {
+      const { counters } = await backend.start(t);
+      // The counter saw 2,000; storage since learned of 9,000 spent (a budget deleted, spent past
+      // and set again under the same window): the counter must not let the difference be spent twice.
+      reservationOf(await counters.reserve([scope('budget:d', 10_000, { baseNanos: 2_000 })], 0));
+      assert.equal(await counters.peek('budget:d'), 2_000);
+      const raised = scope('budget:d', 10_000, { baseNanos: 9_000 });
+      assert.deepEqual(await counters.reserve([raised], 2_000), {
+        ok: false,
+        scopeId: 'budget:d',
+        availableNanos: 1_000,
+      });
+      reservationOf(await counters.reserve([raised], 1_000));
+      assert.equal(await counters.peek('budget:d'), 10_000);
     });
 
     it('settles lower and higher than reserved, and a second settle does nothing', async (t) => {

@@ -22,6 +22,8 @@ export function maskSecret(secret: string): string {
 // C0 controls, DEL and C1 controls: a pasted key with one of these is a paste error, not a key.
 // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point.
 const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/u;
+/** With the u flag a surrogate range matches only surrogates that are not part of a pair. */
+const UNPAIRED_SURROGATE = /[\ud800-\udfff]/u;
 
 /** Length (1–4096) is the schema's; these are the rules a schema would only say as a pattern. */
 export function checkSecret(secret: string): void {
@@ -30,6 +32,10 @@ export function checkSecret(secret: string): void {
   }
   if (CONTROL_CHARACTER.test(secret)) {
     throw invalidRequest('Invalid request parameters: body.key must not contain control characters');
+  }
+  // Sealed as UTF-8, an unpaired surrogate would come back as U+FFFD: not the key that was sent.
+  if (UNPAIRED_SURROGATE.test(secret)) {
+    throw invalidRequest('Invalid request parameters: body.key must not contain unpaired surrogates');
   }
 }
 

@@ -11,6 +11,12 @@ type PatternQuantifier = Quantifier<typeof PARSER_FEATURES>;
 export const MAX_SPLITS = 100;
 /** How far ahead of a repetition to look; bounds the work on a sequence of thousands of elements. */
 const LOOKAHEAD = 1_000;
+/**
+ * Element comparisons one pattern may cost in all. The check runs on the event loop when a guardrail
+ * is saved: a 100 KB pattern of 50,000 optional characters would otherwise hold it for half a
+ * minute. A pattern that needs more is refused as one whose splits could not be counted.
+ */
+const MAX_COMPARISONS = 200_000;
 
 /** How many counts a quantifier can choose between; Infinity when unbounded. */
 const choices = (quantifier: PatternQuantifier): number =>
@@ -39,6 +45,7 @@ export function findAdjacentRepetitions(
   startOf: (node: PatternNode) => Start,
 ): { from: PatternNode; to: PatternNode } | null {
   const elements = flatten(sequence);
+  let comparisons = 0;
   for (const [index, first] of elements.entries()) {
     if (first.type !== 'quantifier' || choices(first) < 2) continue;
     const continuing = startOf(first.body[0]).first;
@@ -46,6 +53,8 @@ export function findAdjacentRepetitions(
     const end = Math.min(elements.length, index + 1 + LOOKAHEAD);
     for (let next = index + 1; next < end; next += 1) {
       const element = elements[next]!;
+      comparisons += 1;
+      if (comparisons > MAX_COMPARISONS) return { from: first, to: element };
       const start = startOf(element.type === 'quantifier' ? element.body[0] : element);
       if (!anyOverlap([continuing, start.first])) {
         if (startOf(element).nullable) continue;

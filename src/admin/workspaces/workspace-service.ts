@@ -149,6 +149,13 @@ export function createWorkspaceService(options: {
     async update(idOrSlug: string, input: WorkspaceInput, principal: Principal): Promise<WorkspaceRecord> {
       const current = await resolve(idOrSlug, principal);
       checkSlug(input.slug);
+      // The default workspace is known as `default` everywhere (docs, CLI, clients); renaming it would
+      // let another workspace take that slug and be mistaken for it.
+      if (current.is_default === 1 && input.slug !== undefined && input.slug !== current.slug) {
+        throw invalidRequest(
+          'Invalid request parameters: body.slug of the default workspace cannot be changed',
+        );
+      }
       await ensureSlugFree(input.slug, current.id);
       const changes = { ...columnsOf(input), updated_at: clock.now().toISOString() };
       const row = await writing(input.slug, () => workspaces.update(current.id, changes));

@@ -228,6 +228,28 @@ export function failureFromAppError(error: AppError): GenerationFailure {
   };
 }
 
+/**
+ * The embedding request with the content filters' redactions: each text input is replaced by the
+ * text of its canonical message (built one message per input, in order). Token-id inputs are not
+ * text: a filter that matched the digits of their ids changed nothing real, so they stay as sent.
+ */
+function redactedEmbeddingInput(
+  request: Omit<EmbeddingRequest, 'model'>,
+  generation: ParsedRequest['generation'],
+): Omit<EmbeddingRequest, 'model'> {
+  const input = request.input;
+  if (input.length === 0 || typeof input[0] !== 'string') return request;
+  let changed = false;
+  const texts = (input as string[]).map((text, index) => {
+    const item = generation.input[index];
+    const part = item?.type === 'message' ? item.content[0] : undefined;
+    const redacted = part?.type === 'text' ? part.text : text;
+    if (redacted !== text) changed = true;
+    return redacted;
+  });
+  return changed ? { ...request, input: texts } : request;
+}
+
 /** 64 random bits per process, then a counter: unique ids without a random draw per request. */
 const idPrefix = randomBytes(8).toString('hex');
 let idCounter = 0;
@@ -254,6 +276,8 @@ export function createGenerationService(options: {
   addKeyUsage: (hash: string, amount: { usageNanos: number; byokNanos: number; at: Date }) => void;
   /** Workspace policies: budgets, guardrails, BYOK credentials. */
   policies: PolicyCache;
+  /** Reports a workspace policy that could not be loaded (the request is refused with a 503). */
+  onPolicyError?: (error: unknown) => void;
   /** Sees each content-filter stage that changed or flagged a request (logs and metrics). */
   onContentFilter?: (stage: ContentFilterStage, generationId: string) => void;
 }) {
@@ -336,11 +360,28 @@ export function createGenerationService(options: {
     const now = clock.now().getTime();
     const { parsed, principal } = context;
     const id = newGenerationId(now);
-    const policy = await policies.get({
-      workspaceId: principal.workspaceId,
-      hash: principal.keyHash,
-      creatorUserId: principal.key.row.creator_user_id,
-    });
+    let policy: EffectivePolicy | null;
+    try {
+      policy = await policies.get({
+        workspaceId: principal.workspaceId,
+        hash: principal.keyHash,
+        creatorUserId: principal.key.row.creator_user_id,
+      });
+    } catch (error) {
+      // Without its policy a request cannot be checked against budgets and guardrails: refuse it,
+      // as a moment's unavailability the client may retry, not as a server fault.
+      options.onPolicyError?.(error);
+      throw new GenerationError(
+        {
+          status: 503,
+          message:
+            'Service temporarily unavailable: the workspace policy could not be loaded, try again shortly',
+          errorType: 'provider_unavailable',
+          headers: { 'retry-after': '1' },
+        },
+        null,
+      );
+    }
     let generation = parsed.generation;
     const pipeline: Array<Record<string, unknown>> = [];
     if (policy?.restrictions) {
@@ -755,6 +796,7 @@ export function createGenerationService(options: {
       request: Omit<EmbeddingRequest, 'model'>,
     ): Promise<{ info: GenerationInfo; result: EmbeddingResult; summary: GenerationSummary }> {
       const prepared = await prepare(context);
+      const upstreamRequest = redactedEmbeddingInput(request, prepared.generation);
       const { candidate, started, reservation, attemptStart } = await firstThatStarts(
         context,
         prepared,
@@ -768,7 +810,7 @@ export function createGenerationService(options: {
             });
           }
           return adapter.embed({
-            request: { ...request, model: target.endpoint.provider_model_id },
+            request: { ...upstreamRequest, model: target.endpoint.provider_model_id },
             target: target.target,
             signal: call.signal,
             timeouts: timeoutsFor(target, false),

@@ -493,9 +493,13 @@ function guardrailsAllow(
   endpoint: SnapshotEndpoint,
 ): boolean {
   const slug = endpoint.provider_slug;
-  const names = (set: ReadonlySet<string>) => set.has(slug) || set.has(providerBase(slug));
-  if (restrictions.allowedProviders && !names(restrictions.allowedProviders)) return false;
-  if (names(restrictions.ignoredProviders)) return false;
+  // An allowlist names tier variants (`openai/priority`) only exactly, as `provider.only` does; an
+  // ignore list covers every variant of the providers it names.
+  const allowed = restrictions.allowedProviders;
+  if (allowed && !(allowed.has(slug) || (allowed.has(providerBase(slug)) && !isTierVariant(slug))))
+    return false;
+  if (restrictions.ignoredProviders.has(slug) || restrictions.ignoredProviders.has(providerBase(slug)))
+    return false;
   if (restrictions.zdrVendors.has(vendorOf(model.id)) && !isZeroDataRetention(endpoint)) return false;
   return true;
 }

@@ -58,9 +58,26 @@ export function createPolicyCache(options: {
 }) {
   const { repository, bus, clock, secretBox } = options;
   const entries = new Map<string, Entry>();
+  /**
+   * The spend a dropped entry had counted, merged into the next load: records of the last few
+   * milliseconds may not be written yet (group commits), and a reload must not forget them.
+   */
+  const carried = new Map<string, Promise<WorkspacePolicyRows | null>>();
 
-  bus.subscribe(POLICY_TOPIC, (workspaceId) => entries.delete(workspaceId));
-  bus.onResync(() => entries.clear());
+  function drop(workspaceId: string) {
+    const entry = entries.get(workspaceId);
+    if (!entry) return;
+    entries.delete(workspaceId);
+    carried.set(
+      workspaceId,
+      entry.rows.catch(() => null),
+    );
+  }
+
+  bus.subscribe(POLICY_TOPIC, drop);
+  bus.onResync(() => {
+    for (const workspaceId of [...entries.keys()]) drop(workspaceId);
+  });
 
   function openCredentials(rows: WorkspacePolicyRows | null): ByokCredential[] {
     const credentials: ByokCredential[] = [];
@@ -90,7 +107,11 @@ export function createPolicyCache(options: {
     const now = clock.now().getTime();
     let entry = entries.get(workspaceId);
     if (entry && now - entry.loadedAt < POLICY_MAX_AGE_MS) return entry;
-    const rows = repository.load(workspaceId, earliestWindowDay(clock.now()));
+    const previous = carried.get(workspaceId) ?? (entry ? entry.rows.catch(() => null) : null);
+    carried.delete(workspaceId);
+    const rows = repository
+      .load(workspaceId, earliestWindowDay(clock.now()))
+      .then(async (loaded) => (loaded && previous ? mergeSpend(loaded, await previous) : loaded));
     const created: Entry = {
       loadedAt: now,
       rows,
@@ -150,6 +171,34 @@ export function createPolicyCache(options: {
         .catch(() => {});
     },
   };
+}
+
+/** Takes, per day and in total, the larger of the stored and the previously counted spend. */
+function mergeSpend(loaded: WorkspacePolicyRows, previous: WorkspacePolicyRows | null): WorkspacePolicyRows {
+  if (!previous) return loaded;
+  const merge = (into: SpendRows, from: SpendRows) => {
+    into.lifetime.usage = Math.max(into.lifetime.usage, from.lifetime.usage);
+    into.lifetime.byok = Math.max(into.lifetime.byok, from.lifetime.byok);
+    for (const day of from.days) {
+      const entry = into.days.find((row) => row.day === day.day);
+      if (!entry) into.days.push({ ...day });
+      else {
+        entry.usage = Math.max(entry.usage, day.usage);
+        entry.byok = Math.max(entry.byok, day.byok);
+      }
+    }
+  };
+  merge(loaded.spend, previous.spend);
+  for (const [member, spend] of previous.memberSpend) {
+    const into = loaded.memberSpend.get(member);
+    if (into) merge(into, spend);
+    else
+      loaded.memberSpend.set(member, {
+        days: spend.days.map((day) => ({ ...day })),
+        lifetime: { ...spend.lifetime },
+      });
+  }
+  return loaded;
 }
 
 class WorkspaceGoneError extends Error {

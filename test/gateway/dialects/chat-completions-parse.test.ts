@@ -841,7 +841,7 @@ describe('chat-completions dialect: refusing bad requests with a 400 naming the 
     [
       'NUL in user',
       { ...minimal, user: 'a\u0000b' },
-      'Invalid request parameters: body.user must not contain NUL characters',
+      'Invalid request parameters: body.user must not contain NUL characters or unpaired surrogates',
     ],
     [
       '17 metadata pairs',

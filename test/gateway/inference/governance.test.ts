@@ -46,6 +46,15 @@ function catalog(baseUrl: string) {
         pricing,
       },
       {
+        id: 'acme/embed',
+        name: 'Embed',
+        provider: 'acme',
+        provider_model_id: 'embed',
+        context_length: 8192,
+        pricing,
+        output_modalities: ['embeddings'],
+      },
+      {
         id: OTHER_MODEL,
         name: 'Gadget',
         provider: 'acme',
@@ -189,6 +198,21 @@ describe('workspace budgets on the inference path', () => {
       ok(await gateway.request('DELETE', `/api/v1/workspaces/${workspace}/budgets/${interval}`), 'delete');
     }
     assert.equal((await chat(gateway, key)).status, 200);
+    assert.equal((await chat(gateway, key)).status, 200);
+    // $0.008 spent today. A daily budget set again below that is already exhausted: what was spent
+    // while no budget existed counts.
+    ok(
+      await gateway.request('PUT', `/api/v1/workspaces/${workspace}/budgets/daily`, {
+        body: { limit_usd: 0.0075 },
+      }),
+      'daily again',
+    );
+    const again = await chat(gateway, key);
+    assert.equal(again.status, 403, again.text);
+    assert.equal(
+      again.body.error.message,
+      'Workspace daily budget of $0.0075 exceeded. Contact your org admin.',
+    );
   });
 
   it('never overspends under 20 concurrent requests', async () => {
@@ -393,6 +417,34 @@ describe('guardrails on the inference path', () => {
     assert.equal(stage.name, 'content-filter');
     assert.equal(stage.guardrail_id, id);
     assert.equal(stage.data.action, 'redacted');
+
+    // Embedding inputs are filtered the same way.
+    setup.fake.handle((request, response) => {
+      if (!request.url.endsWith('/embeddings')) {
+        response
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(chatCompletion('ok', usageOf(1000, 500)));
+        return;
+      }
+      const inputs = (request.body as { input: string[] }).input;
+      response.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          object: 'list',
+          data: inputs.map((_input, index) => ({ object: 'embedding', index, embedding: [0.5, 0.25] })),
+          model: 'embed',
+          usage: { prompt_tokens: 8, total_tokens: 8 },
+        }),
+      );
+    });
+    const embedded = await gateway.request('POST', '/api/v1/embeddings', {
+      key,
+      body: { model: 'acme/embed', input: ['write to bob@example.com', 'project-9 notes'] },
+    });
+    assert.equal(embedded.status, 200, embedded.text);
+    assert.deepEqual((setup.fake.requests.at(-1)!.body as any).input, [
+      'write to [EMAIL]',
+      '[PROJECT] notes',
+    ]);
 
     const before = setup.fake.requests.length;
     const blocked = await chat(gateway, key, {
