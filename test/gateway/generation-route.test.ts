@@ -273,7 +273,7 @@ describe('GET /generation', () => {
     );
     assert.equal(
       expectError(await get('gen-\u0000', owner.secret), 400),
-      'Invalid request parameters: querystring.id must not contain NUL characters',
+      'Invalid request parameters: querystring.id must not contain NUL characters or unpaired surrogates',
     );
   });
 

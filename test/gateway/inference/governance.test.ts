@@ -1,8 +1,15 @@
 import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { defaultGuardrailId } from '../../../src/admin/guardrails/default-guardrail-id.js';
 import { startFakeUpstream } from '../../helpers/fake-upstream.js';
-import { type ClientResponse, startTestApp, type TestApp } from '../../helpers/test-app.js';
+import {
+  backend,
+  type ClientResponse,
+  isolatedDatabase,
+  startTestApp,
+  type TestApp,
+} from '../../helpers/test-app.js';
 import { chatCompletion, generationId, generationRecord, keyInfo, usageOf, waitFor } from './harness.js';
 
 /**
@@ -558,5 +565,68 @@ describe('BYOK credentials on the inference path', () => {
         .writeHead(200, { 'content-type': 'application/json' })
         .end(chatCompletion('ok', usageOf(1000, 500)));
     });
+  });
+});
+
+describe('governance across two instances sharing a database and Redis', () => {
+  it('a budget and a guardrail set on one instance hold on the other at once', {
+    skip: !backend.redisUrl && 'REDIS_URL is not set',
+  }, async () => {
+    const fake = await startFakeUpstream();
+    fake.handle((_request, response) => {
+      response
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(chatCompletion('ok', usageOf(1000, 500)));
+    });
+    const database = isolatedDatabase();
+    const redisPrefix = `switchyard-test-${randomBytes(6).toString('hex')}:`;
+    const config = {
+      credits: { initial: 100 },
+      catalog: catalog(fake.url),
+      providers: { acme: { api_key: 'platform-acme' }, keeper: { api_key: 'platform-keeper' } },
+    };
+    const first = await startTestApp({ database, redisPrefix, config });
+    const second = await startTestApp({ database, redisPrefix, config });
+    try {
+      const workspace = await newWorkspace(first, 'shared');
+      const { key, hash } = await newKey(first, workspace);
+      // Both instances load the policy before it changes.
+      assert.equal((await chat(second, key)).status, 200);
+      assert.equal((await chat(first, key)).status, 200);
+      // $0.004 spent (written: a new budget counts what storage holds, and each instance what it
+      // served itself); a $0.005 daily budget set through the first instance leaves no room for a
+      // worst case of ~$0.00104 on the second.
+      await Promise.all([first.services.generations.flush(), second.services.generations.flush()]);
+      ok(
+        await first.request('PUT', `/api/v1/workspaces/${workspace}/budgets/daily`, {
+          body: { limit_usd: 0.005 },
+        }),
+        'budget',
+      );
+      const refused = await chat(second, key);
+      assert.equal(refused.status, 403, refused.text);
+      assert.match(refused.body.error.message, /Workspace daily budget of \$0\.005/);
+      ok(await first.request('DELETE', `/api/v1/workspaces/${workspace}/budgets/daily`), 'delete budget');
+      assert.equal((await chat(second, key)).status, 200);
+      // A guardrail assigned through the second instance applies on the first.
+      const guardrail = ok(
+        await second.request('POST', '/api/v1/guardrails', {
+          body: { name: 'no widget', workspace_id: workspace, ignored_models: [MODEL] },
+        }),
+        'guardrail',
+      ).data.id;
+      ok(
+        await second.request('POST', `/api/v1/guardrails/${guardrail}/assignments/keys`, {
+          body: { key_hashes: [hash] },
+        }),
+        'assign',
+      );
+      assert.equal((await chat(first, key)).status, 403);
+    } finally {
+      await first.close();
+      await second.close();
+      await database.drop();
+      await fake.close();
+    }
   });
 });
