@@ -365,7 +365,7 @@ describe('guardrails over HTTP', () => {
       [
         'workspace_id of no workspace',
         { workspace_id: newId() },
-        /body\.workspace_id must name an existing workspace this key can reach/,
+        /body\.workspace_id names no existing workspace/,
       ],
     ];
     const count = await storedCount();
@@ -525,20 +525,22 @@ describe('guardrails over HTTP', () => {
     ] as const) {
       expectError(await gateway.request(method, path, { key: manager, ...(body ? { body } : {}) }), 404);
     }
+    // Another workspace, named in a query or a body: 404, the same answer as for a workspace that
+    // does not exist, so nothing leaks about it.
     const outOfReach = expectError(
       await gateway.request('GET', `${GUARDRAILS}?workspace_id=${defaultWorkspace}`, { key: manager }),
-      400,
+      404,
     );
     const unknown = expectError(
       await gateway.request('GET', `${GUARDRAILS}?workspace_id=${newId()}`, { key: manager }),
-      400,
+      404,
     );
     assert.equal(outOfReach, unknown, 'the same answer: nothing leaks about the other workspace');
     const createOutOfReach = expectError(
       await create({ name: 'x', workspace_id: defaultWorkspace }, manager),
-      400,
+      404,
     );
-    const createUnknown = expectError(await create({ name: 'x', workspace_id: newId() }, manager), 400);
+    const createUnknown = expectError(await create({ name: 'x', workspace_id: newId() }, manager), 404);
     assert.equal(createOutOfReach, createUnknown);
 
     const theirList = await gateway.request('GET', GUARDRAILS, { key: manager });

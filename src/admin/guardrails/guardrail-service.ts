@@ -59,12 +59,13 @@ export function createGuardrailService(options: {
   async function workspaceOf(principal: Principal, id: string | undefined, field: string): Promise<string> {
     if (id === undefined) return principal.workspaceId;
     const [found] = await guardrails.workspaces(id.toLowerCase());
-    if (!found || !(await access.canAccess(principal, found.id))) {
-      throw invalidRequest(
-        `Invalid request parameters: ${field} must name an existing workspace this key can reach`,
-      );
+    if (found && (await access.canAccess(principal, found.id))) return found.id;
+    // Like /keys and /byok: the organization key learns that the workspace does not exist; any
+    // other key gets the 404 of something out of reach, whether or not it exists.
+    if (!found && (await access.isOrganizationKey(principal))) {
+      throw invalidRequest(`Invalid request parameters: ${field} names no existing workspace`);
     }
-    return found.id;
+    throw notFound('Workspace not found');
   }
 
   async function checkPatterns(filters: GuardrailInput['content_filters']): Promise<void> {
