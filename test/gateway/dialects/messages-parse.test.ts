@@ -563,7 +563,10 @@ describe('messages dialect: refusing a request', () => {
     );
     refused({ ...user('Hi'), user: 'u'.repeat(257) }, 'body.user must NOT have more than 256 characters');
     // PostgreSQL cannot store NUL, so the identifiers that are recorded refuse it.
-    refused({ ...user('Hi'), session_id: 'a\u0000b' }, 'body.session_id must not contain NUL characters or unpaired surrogates');
+    refused(
+      { ...user('Hi'), session_id: 'a\u0000b' },
+      'body.session_id must not contain NUL characters or unpaired surrogates',
+    );
     refused(
       { ...user('Hi'), metadata: { user_id: 'u', tags: [] } },
       'body.metadata.tags is not a known field',
