@@ -1,7 +1,7 @@
 import { spawn } from 'node:child_process';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { check, type Diagnostics } from 'recheck';
+import type { Diagnostics } from 'recheck';
 
 /** Analyses running at once per instance; more wait their turn (their time limit keeps running). */
 const MAX_CONCURRENT = 2;
@@ -109,8 +109,11 @@ export function createRecheckRunner(options: { binary?: string | null } = {}) {
         if (left <= 0) return gaveUp(source, flags);
         // Without a native build (no package for this platform), recheck's own fallback: a Java
         // agent when `java` is installed, else its pure-JavaScript build in a worker thread.
-        if (!binary)
+        if (!binary) {
+          // recheck's module takes ~33 MB of memory: loaded only when this fallback is needed.
+          const { check } = await import('recheck');
           return await check(source, flags, { timeout: left, signal: AbortSignal.timeout(left + GRACE_MS) });
+        }
         return await inOwnProcess(binary, source, flags, left);
       } finally {
         release();

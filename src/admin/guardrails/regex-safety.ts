@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import { checkSync, type Diagnostics } from 'recheck';
+import { createRequire } from 'node:module';
+import type { checkSync as CheckSync, Diagnostics } from 'recheck';
 import { createRecheckRunner, type RecheckRunner } from './recheck-runner.js';
 import { findStructuralProblem } from './regex-structure.js';
 
@@ -87,6 +88,8 @@ export function checkCustomPattern(pattern: string): PatternVerdict {
   const quick = quickVerdict(pattern);
   if (quick) return quick;
   try {
+    // recheck takes ~33 MB of memory: loaded only by the tools and tests that use this entry point.
+    const { checkSync } = createRequire(import.meta.url)('recheck') as { checkSync: typeof CheckSync };
     return verdictOf(pattern, checkSync(pattern, CUSTOM_FILTER_FLAGS, { timeout: RECHECK_TIMEOUT_MS }));
   } catch {
     return ANALYSIS_FAILED;

@@ -1,4 +1,5 @@
-import nlp from 'compromise';
+import { createRequire } from 'node:module';
+import type Compromise from 'compromise';
 import { sliceText } from './text-slices.js';
 
 /**
@@ -95,25 +96,36 @@ export function analyseTogether(budget: LanguageBudget, texts: string[]): Langua
   return findings;
 }
 
+type Nlp = typeof Compromise;
+let library: { nlp: Nlp; steps: string[] | undefined } | null = null;
+
+/**
+ * compromise and its lexicon take ~44 MB of memory: loaded the first time a guardrail with a name
+ * or address filter is compiled, not when the gateway starts.
+ */
+function languageLibrary(): { nlp: Nlp; steps: string[] | undefined } {
+  if (!library) {
+    const nlp = createRequire(import.meta.url)('compromise') as Nlp;
+    // compromise's default steps without phrase chunking, which neither names nor addresses use
+    // (a tenth of the parse time; the detector tests pin the results).
+    const steps = (nlp.world() as { hooks?: string[] }).hooks?.filter((step) => step !== 'chunks');
+    library = { nlp, steps };
+  }
+  return library;
+}
+
 let warm = false;
 /** The first parse builds compromise's lexicon (tens of ms): done at compile time, not on a request. */
 export function warmLanguageModel(): void {
   if (warm) return;
   warm = true;
-  nlp('Jane Doe lives at 42 Baker Street, London.').people();
+  languageLibrary().nlp('Jane Doe lives at 42 Baker Street, London.').people();
 }
 
-/**
- * compromise's default steps without phrase chunking, which neither names nor addresses use
- * (a tenth of the parse time; the detector tests pin the results).
- */
-const TAGGING_STEPS = (nlp.world() as { hooks?: string[] }).hooks?.filter((step) => step !== 'chunks');
-
 function analyseSlice(text: string, base: number, findings: LanguageFindings): void {
+  const { nlp, steps } = languageLibrary();
   // tokenize() is typed as the tokenizer-only view, but the full plugin set is loaded
-  const document = TAGGING_STEPS
-    ? (nlp.tokenize(text).compute(TAGGING_STEPS) as ReturnType<typeof nlp>)
-    : nlp(text);
+  const document = steps ? (nlp.tokenize(text).compute(steps) as ReturnType<Nlp>) : nlp(text);
   document.compute('offset');
   const sentences = document.document as unknown as PlacedTerm[][];
   for (const terms of joinAdjacent(document.people().docs as unknown as PlacedTerm[][])) {
