@@ -124,6 +124,23 @@ function publicUrl(app: FastifyInstance, config: Config): string {
   return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
 }
 
+/**
+ * Many HTTP clients send `Content-Type: application/json` on every request, DELETE included, with no
+ * body. Fastify refuses an empty JSON body; a DELETE has nothing to parse, so it gets no body instead.
+ * Every other request keeps Fastify's own parser (prototype poisoning refused).
+ */
+function acceptEmptyJsonOnDelete(app: FastifyInstance): void {
+  const parse = app.getDefaultJsonParser('error', 'error');
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    if (request.method === 'DELETE' && body === '') {
+      done(null, undefined);
+      return;
+    }
+    parse(request, body as string, done);
+  });
+}
+
 /** The one composition root: config in, a ready (not yet listening) Fastify app out. */
 export async function buildApp(options: BuildOptions): Promise<{ app: FastifyInstance; services: Services }> {
   const { config } = options;
@@ -172,6 +189,7 @@ export async function buildApp(options: BuildOptions): Promise<{ app: FastifyIns
   installGracefulClose(app);
   app.decorateRequest('principal', null);
   installValidators(app);
+  acceptEmptyJsonOnDelete(app);
   installErrorRenderer(app);
   const metrics = installMetrics(app);
 

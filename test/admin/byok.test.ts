@@ -358,3 +358,29 @@ describe('BYOK credentials over HTTP', () => {
     for (const secret of secrets) assert.equal(stored.includes(secret), false);
   });
 });
+
+describe('careless clients', () => {
+  it('a DELETE sent with Content-Type: application/json and no body is accepted', async () => {
+    const gateway = await startTestApp({ config: { providers: { openai: { api_key: 'platform' } } } });
+    try {
+      const created = await gateway.request('POST', '/api/v1/byok', {
+        body: { provider: 'openai', key: 'sk-careless-client-0001' },
+      });
+      assert.equal(created.status, 200, created.text);
+      const deleted = await gateway.request('DELETE', `/api/v1/byok/${created.body.data.id}`, {
+        headers: { 'content-type': 'application/json' },
+        rawBody: '',
+      });
+      assert.equal(deleted.status, 200, deleted.text);
+      assert.deepEqual(deleted.body, { deleted: true });
+      // Other methods still refuse an empty JSON body, naming the problem.
+      const empty = await gateway.request('POST', '/api/v1/byok', {
+        headers: { 'content-type': 'application/json' },
+        rawBody: '',
+      });
+      assert.equal(empty.status, 400);
+    } finally {
+      await gateway.close();
+    }
+  });
+});
