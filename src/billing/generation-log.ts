@@ -82,6 +82,8 @@ export interface GenerationRecordInput {
   /** The `X-Title` header. */
   app_title: string | null;
   attempts: readonly GenerationAttempt[];
+  /** The key's creator (an organization member); optional, null when the key names none. */
+  member_user_id?: string | null;
 }
 
 /** The two levels the log speaks at; a pino logger fits. */
@@ -389,5 +391,6 @@ function toRow(input: GenerationRecordInput, logger: GenerationLogger): Generati
     app_title: text(input.app_title),
     // The attempts list is ours and short; it is stored whole.
     attempts: JSON.stringify(input.attempts),
+    member_user_id: text(input.member_user_id ?? null),
   };
 }

@@ -39,6 +39,24 @@ export function createGenerationRepository(storage: Storage) {
         const inserted = await insertNew(trx, storage.kind, rows);
         const billed = rows.filter((row) => inserted.has(row.id));
         await addDailySpend(trx, dailySpend(billed));
+        for (const entry of memberSpend(billed)) {
+          await trx
+            .insertInto('member_usage_daily')
+            .values({
+              workspace_id: entry.workspaceId,
+              user_id: entry.userId,
+              day: entry.day,
+              usage_nanos: entry.usageNanos,
+              byok_usage_nanos: entry.byokNanos,
+            })
+            .onConflict((conflict) =>
+              conflict.columns(['workspace_id', 'user_id', 'day']).doUpdateSet((update) => ({
+                usage_nanos: sql<number>`${update.ref('member_usage_daily.usage_nanos')} + ${update.ref('excluded.usage_nanos')}`,
+                byok_usage_nanos: sql<number>`${update.ref('member_usage_daily.byok_usage_nanos')} + ${update.ref('excluded.byok_usage_nanos')}`,
+              })),
+            )
+            .execute();
+        }
         for (const entry of workspaceSpend(billed)) {
           await trx
             .insertInto('workspace_usage_daily')
@@ -140,6 +158,29 @@ function dailySpend(rows: readonly GenerationRecordRow[]): DailySpend[] {
   );
 }
 
+/** Spend per member (the key's creator), workspace and UTC day, in that order. */
+function memberSpend(
+  rows: readonly GenerationRecordRow[],
+): Array<{ workspaceId: string; userId: string; day: string; usageNanos: number; byokNanos: number }> {
+  const totals = new Map<
+    string,
+    { workspaceId: string; userId: string; day: string; usageNanos: number; byokNanos: number }
+  >();
+  for (const row of rows) {
+    if (row.cost_nanos === 0 || row.member_user_id === null) continue;
+    const day = utcDay(new Date(row.created_at));
+    const key = `${row.workspace_id} ${row.member_user_id} ${day}`;
+    let entry = totals.get(key);
+    if (!entry) {
+      entry = { workspaceId: row.workspace_id, userId: row.member_user_id, day, usageNanos: 0, byokNanos: 0 };
+      totals.set(key, entry);
+    }
+    if (row.is_byok === 1) entry.byokNanos += row.cost_nanos;
+    else entry.usageNanos += row.cost_nanos;
+  }
+  return [...totals.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([, entry]) => entry);
+}
+
 /** Spend per workspace and UTC day, in workspace order (budgets read their windows from it). */
 function workspaceSpend(
   rows: readonly GenerationRecordRow[],
@@ -198,6 +239,12 @@ function createSqliteBatchWriter(raw: SqliteConnection) {
        usage_nanos = workspace_usage_daily.usage_nanos + excluded.usage_nanos,
        byok_usage_nanos = workspace_usage_daily.byok_usage_nanos + excluded.byok_usage_nanos`,
   );
+  const addMemberDaily = raw.prepare(
+    `insert into member_usage_daily (workspace_id, user_id, day, usage_nanos, byok_usage_nanos) values (?, ?, ?, ?, ?)
+     on conflict (workspace_id, user_id, day) do update set
+       usage_nanos = member_usage_daily.usage_nanos + excluded.usage_nanos,
+       byok_usage_nanos = member_usage_daily.byok_usage_nanos + excluded.byok_usage_nanos`,
+  );
   const addLedger = raw.prepare(
     `insert into credit_ledger (id, kind, amount_nanos, note, created_at) values (?, 'usage', ?, ?, ?)`,
   );
@@ -220,6 +267,9 @@ function createSqliteBatchWriter(raw: SqliteConnection) {
     }
     for (const entry of workspaceSpend(billed)) {
       addWorkspaceDaily.run(entry.workspaceId, entry.day, entry.usageNanos, entry.byokNanos);
+    }
+    for (const entry of memberSpend(billed)) {
+      addMemberDaily.run(entry.workspaceId, entry.userId, entry.day, entry.usageNanos, entry.byokNanos);
     }
     const creditNanos = billed.reduce((sum, row) => (row.is_byok === 1 ? sum : sum + row.cost_nanos), 0);
     if (creditNanos > 0) addLedger.run(newId(), creditNanos, ledgerNote(billed.length), at.toISOString());

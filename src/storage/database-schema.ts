@@ -14,6 +14,7 @@ export interface Database {
   workspace_members: WorkspaceMemberTable;
   workspace_budgets: WorkspaceBudgetTable;
   workspace_usage_daily: WorkspaceUsageDailyTable;
+  member_usage_daily: MemberUsageDailyTable;
   guardrails: GuardrailTable;
   guardrail_key_assignments: GuardrailKeyAssignmentTable;
   guardrail_member_assignments: GuardrailMemberAssignmentTable;
@@ -127,6 +128,8 @@ export interface GenerationTable {
   app_referer: string | null;
   app_title: string | null;
   attempts: string;
+  /** The key's creator (an organization member), or null; member guardrail limits bill it. */
+  member_user_id: string | null;
 }
 
 export interface WorkspaceMemberTable {
@@ -152,6 +155,15 @@ export interface WorkspaceBudgetTable {
 /** Workspace spend per UTC day; windows (day, week, month, lifetime) are sums of rows. */
 export interface WorkspaceUsageDailyTable {
   workspace_id: string;
+  day: string;
+  usage_nanos: ColumnType<number, number, number>;
+  byok_usage_nanos: ColumnType<number, number, number>;
+}
+
+/** Spend of an organization member's keys per workspace and UTC day (member guardrail limits). */
+export interface MemberUsageDailyTable {
+  workspace_id: string;
+  user_id: string;
   day: string;
   usage_nanos: ColumnType<number, number, number>;
   byok_usage_nanos: ColumnType<number, number, number>;

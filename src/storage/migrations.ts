@@ -166,6 +166,20 @@ const migrations: Record<string, Migration> = {
         .addColumn('byok_usage_nanos', 'bigint', (column) => column.notNull())
         .addPrimaryKeyConstraint('workspace_usage_daily_pk', ['workspace_id', 'day'])
         .execute();
+      // The organization member a generation's key belongs to (the key's creator), kept with the
+      // record so member spend survives the key's deletion.
+      await db.schema.alterTable('generations').addColumn('member_user_id', 'text').execute();
+      // Member spend per workspace and UTC day, billed like workspace_usage_daily: member guardrail
+      // limits read their windows from it.
+      await db.schema
+        .createTable('member_usage_daily')
+        .addColumn('workspace_id', 'text', (column) => column.notNull())
+        .addColumn('user_id', 'text', (column) => column.notNull())
+        .addColumn('day', 'text', (column) => column.notNull())
+        .addColumn('usage_nanos', 'bigint', (column) => column.notNull())
+        .addColumn('byok_usage_nanos', 'bigint', (column) => column.notNull())
+        .addPrimaryKeyConstraint('member_usage_daily_pk', ['workspace_id', 'user_id', 'day'])
+        .execute();
       await db.schema
         .createTable('guardrails')
         .addColumn('id', 'text', (column) => column.primaryKey())

@@ -118,6 +118,7 @@ export function createWorkspaceRepository(storage: Storage) {
         await trx.deleteFrom('workspace_members').where('workspace_id', '=', id).execute();
         await trx.deleteFrom('workspace_budgets').where('workspace_id', '=', id).execute();
         await trx.deleteFrom('workspace_usage_daily').where('workspace_id', '=', id).execute();
+        await trx.deleteFrom('member_usage_daily').where('workspace_id', '=', id).execute();
         await trx.deleteFrom('key_usage_daily').where('key_hash', 'in', workspaceKeys).execute();
         await trx.deleteFrom('api_keys').where('workspace_id', '=', id).execute();
         await trx.deleteFrom('workspaces').where('id', '=', id).execute();

@@ -601,6 +601,7 @@ export function createGenerationService(options: {
       app_referer: context.appReferer,
       app_title: context.appTitle,
       attempts: storedAttempts(prepared.attempts),
+      member_user_id: principal.key.row.creator_user_id,
     });
     if (outcome.cost.totalNanos > 0) {
       const isByok = candidate?.byok != null;

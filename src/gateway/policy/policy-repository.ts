@@ -25,7 +25,10 @@ export interface WorkspacePolicyRows {
   keyAssignments: Map<string, string>;
   /** member user id → guardrail id. */
   memberAssignments: Map<string, string>;
-  /** Spend of each assigned member's keys in this workspace (guardrail limits are per member). */
+  /**
+   * Spend of each assigned member's keys in this workspace (guardrail limits are per member), from
+   * member_usage_daily: it outlives the keys, so deleting a key does not reset a member's spend.
+   */
   memberSpend: Map<string, SpendRows>;
   /** Enabled BYOK credentials, by provider then sort order. */
   byok: ByokCredentialTable[];
@@ -96,27 +99,19 @@ export function createPolicyRepository(storage: Storage) {
       const members = [...memberAssignments].filter(([, id]) => limited.has(id)).map(([user]) => user);
       if (members.length > 0) {
         const memberDays = await db
-          .selectFrom('key_usage_daily')
-          .innerJoin('api_keys', 'api_keys.hash', 'key_usage_daily.key_hash')
-          .select([
-            'api_keys.creator_user_id as user_id',
-            'key_usage_daily.day as day',
-            sql<string>`sum(key_usage_daily.usage_nanos)`.as('usage'),
-            sql<string>`sum(key_usage_daily.byok_usage_nanos)`.as('byok'),
-          ])
-          .where('api_keys.workspace_id', '=', workspaceId)
-          .where('api_keys.creator_user_id', 'in', members)
-          .groupBy(['api_keys.creator_user_id', 'key_usage_daily.day'])
+          .selectFrom('member_usage_daily')
+          .select(['user_id', 'day', 'usage_nanos', 'byok_usage_nanos'])
+          .where('workspace_id', '=', workspaceId)
+          .where('user_id', 'in', members)
           .execute();
         for (const row of memberDays) {
-          if (row.user_id === null) continue;
           let entry = memberSpend.get(row.user_id);
           if (!entry) {
             entry = emptySpend();
             memberSpend.set(row.user_id, entry);
           }
-          const usage = Number(row.usage);
-          const byokUsage = Number(row.byok);
+          const usage = Number(row.usage_nanos);
+          const byokUsage = Number(row.byok_usage_nanos);
           entry.lifetime.usage += usage;
           entry.lifetime.byok += byokUsage;
           if (row.day >= sinceDay) entry.days.push({ day: row.day, usage, byok: byokUsage });

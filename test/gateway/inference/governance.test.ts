@@ -379,6 +379,56 @@ describe('guardrails on the inference path', () => {
     assert.equal((await chat(gateway, key, { model: KEEPER_MODEL })).status, 200);
   });
 
+  it("enforces a member guardrail limit across the member's keys, also after a key is deleted", async () => {
+    const { gateway } = setup;
+    const member = 'user-bob';
+    ok(
+      await gateway.request('POST', `/api/v1/workspaces/${workspace}/members/add`, {
+        body: { user_ids: [member] },
+      }),
+      'member',
+    );
+    const rail = await guardrail({ name: 'bob budget', limit_usd: 0.005, reset_interval: 'monthly' });
+    ok(
+      await gateway.request('POST', `/api/v1/guardrails/${rail}/assignments/members`, {
+        body: { member_user_ids: [member] },
+      }),
+      'assign member',
+    );
+    const first = await newKey(gateway, workspace, { creator_user_id: member });
+    assert.equal((await chat(gateway, first.key, { model: KEEPER_MODEL })).status, 200);
+    assert.equal((await chat(gateway, first.key, { model: KEEPER_MODEL })).status, 200);
+    // $0.004 of the member's $0.005 spent; the key is deleted and a new one issued to the member.
+    await gateway.services.generations.flush();
+    ok(await gateway.request('DELETE', `/api/v1/keys/${first.hash}`), 'delete key');
+    // A restarted instance (fresh counters) reads the member's spend from storage: it outlives the key.
+    const restarted = await startTestApp({
+      database: gateway.database,
+      config: {
+        credits: { initial: 100 },
+        catalog: catalog(setup.fake.url),
+        providers: { acme: { api_key: 'platform-acme' }, keeper: { api_key: 'platform-keeper' } },
+      },
+    });
+    try {
+      const second = await newKey(restarted, workspace, { creator_user_id: member });
+      const refused = await chat(restarted, second.key, { model: KEEPER_MODEL });
+      assert.equal(refused.status, 403, refused.text);
+      assert.match(refused.body.error.message, /Guardrail "bob budget" limit of \$0\.005.*this member/);
+    } finally {
+      await restarted.close();
+    }
+    const rows = await gateway.services.storage.db
+      .selectFrom('member_usage_daily')
+      .selectAll()
+      .where('user_id', '=', member)
+      .execute();
+    assert.equal(
+      rows.reduce((sum, row) => sum + Number(row.usage_nanos), 0),
+      4_000_000,
+    );
+  });
+
   it('enforces a guardrail spending limit per key', async () => {
     const { gateway } = setup;
     const first = await newKey(gateway, workspace);
