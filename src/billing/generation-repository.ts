@@ -43,8 +43,8 @@ export function createGenerationRepository(storage: Storage) {
           await trx
             .insertInto('member_usage_daily')
             .values({
-              workspace_id: entry.workspaceId,
-              user_id: entry.userId,
+              workspace_id: entry.owner.workspaceId,
+              user_id: entry.owner.userId,
               day: entry.day,
               usage_nanos: entry.usageNanos,
               byok_usage_nanos: entry.byokNanos,
@@ -61,7 +61,7 @@ export function createGenerationRepository(storage: Storage) {
           await trx
             .insertInto('workspace_usage_daily')
             .values({
-              workspace_id: entry.workspaceId,
+              workspace_id: entry.owner.workspaceId,
               day: entry.day,
               usage_nanos: entry.usageNanos,
               byok_usage_nanos: entry.byokNanos,
@@ -138,73 +138,62 @@ async function insertNew(
   return inserted;
 }
 
-/** Spend per key and UTC day, in key order so concurrent writers lock usage rows in the same order. */
-function dailySpend(rows: readonly GenerationRecordRow[]): DailySpend[] {
-  const totals = new Map<string, DailySpend>();
-  for (const row of rows) {
-    if (row.cost_nanos === 0) continue;
-    const day = utcDay(new Date(row.created_at));
-    const key = `${row.key_hash} ${day}`;
-    let entry = totals.get(key);
-    if (!entry) {
-      entry = { keyHash: row.key_hash, day, usageNanos: 0, byokNanos: 0 };
-      totals.set(key, entry);
-    }
-    if (row.is_byok === 1) entry.byokNanos += row.cost_nanos;
-    else entry.usageNanos += row.cost_nanos;
-  }
-  return [...totals.values()].sort((a, b) =>
-    a.keyHash === b.keyHash ? a.day.localeCompare(b.day) : a.keyHash.localeCompare(b.keyHash),
-  );
+interface SpendTotal<Owner> {
+  owner: Owner;
+  day: string;
+  usageNanos: number;
+  byokNanos: number;
 }
 
-/** Spend per member (the key's creator), workspace and UTC day, in that order. */
-function memberSpend(
+/**
+ * Spend per owner (a key, a workspace, a member) and UTC day, BYOK apart, sorted by owner and day so
+ * concurrent writers lock usage rows in the same order. Rows without an owner are left out.
+ */
+function spendBy<Owner>(
   rows: readonly GenerationRecordRow[],
-): Array<{ workspaceId: string; userId: string; day: string; usageNanos: number; byokNanos: number }> {
-  const totals = new Map<
-    string,
-    { workspaceId: string; userId: string; day: string; usageNanos: number; byokNanos: number }
-  >();
-  for (const row of rows) {
-    if (row.cost_nanos === 0 || row.member_user_id === null) continue;
-    const day = utcDay(new Date(row.created_at));
-    const key = `${row.workspace_id} ${row.member_user_id} ${day}`;
-    let entry = totals.get(key);
-    if (!entry) {
-      entry = { workspaceId: row.workspace_id, userId: row.member_user_id, day, usageNanos: 0, byokNanos: 0 };
-      totals.set(key, entry);
-    }
-    if (row.is_byok === 1) entry.byokNanos += row.cost_nanos;
-    else entry.usageNanos += row.cost_nanos;
-  }
-  return [...totals.entries()].sort(([a], [b]) => a.localeCompare(b)).map(([, entry]) => entry);
-}
-
-/** Spend per workspace and UTC day, in workspace order (budgets read their windows from it). */
-function workspaceSpend(
-  rows: readonly GenerationRecordRow[],
-): Array<{ workspaceId: string; day: string; usageNanos: number; byokNanos: number }> {
-  const totals = new Map<
-    string,
-    { workspaceId: string; day: string; usageNanos: number; byokNanos: number }
-  >();
+  ownerOf: (row: GenerationRecordRow) => { id: string; owner: Owner } | null,
+): SpendTotal<Owner>[] {
+  const totals = new Map<string, SpendTotal<Owner>>();
   for (const row of rows) {
     if (row.cost_nanos === 0) continue;
+    const owner = ownerOf(row);
+    if (!owner) continue;
     const day = utcDay(new Date(row.created_at));
-    const key = `${row.workspace_id} ${day}`;
+    const key = `${owner.id} ${day}`;
     let entry = totals.get(key);
     if (!entry) {
-      entry = { workspaceId: row.workspace_id, day, usageNanos: 0, byokNanos: 0 };
+      entry = { owner: owner.owner, day, usageNanos: 0, byokNanos: 0 };
       totals.set(key, entry);
     }
     if (row.is_byok === 1) entry.byokNanos += row.cost_nanos;
     else entry.usageNanos += row.cost_nanos;
   }
-  return [...totals.values()].sort((a, b) =>
-    a.workspaceId === b.workspaceId ? a.day.localeCompare(b.day) : a.workspaceId.localeCompare(b.workspaceId),
-  );
+  return [...totals.entries()].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)).map(([, entry]) => entry);
 }
+
+/** Spend per key and UTC day. */
+const dailySpend = (rows: readonly GenerationRecordRow[]): DailySpend[] =>
+  spendBy(rows, (row) => ({ id: row.key_hash, owner: row.key_hash })).map((entry) => ({
+    keyHash: entry.owner,
+    day: entry.day,
+    usageNanos: entry.usageNanos,
+    byokNanos: entry.byokNanos,
+  }));
+
+/** Spend per workspace and UTC day (budgets read their windows from it). */
+const workspaceSpend = (rows: readonly GenerationRecordRow[]) =>
+  spendBy(rows, (row) => ({ id: row.workspace_id, owner: { workspaceId: row.workspace_id } }));
+
+/** Spend per member (the key's creator), workspace and UTC day (member guardrail limits). */
+const memberSpend = (rows: readonly GenerationRecordRow[]) =>
+  spendBy(rows, (row) =>
+    row.member_user_id === null
+      ? null
+      : {
+          id: `${row.workspace_id} ${row.member_user_id}`,
+          owner: { workspaceId: row.workspace_id, userId: row.member_user_id },
+        },
+  );
 
 /** Each key's spend per UTC day, in key order (see `dailySpend`). */
 async function addDailySpend(trx: Kysely<Database>, entries: readonly DailySpend[]): Promise<void> {
@@ -266,10 +255,16 @@ function createSqliteBatchWriter(raw: SqliteConnection) {
       addDaily.run(entry.keyHash, entry.day, entry.usageNanos, entry.byokNanos);
     }
     for (const entry of workspaceSpend(billed)) {
-      addWorkspaceDaily.run(entry.workspaceId, entry.day, entry.usageNanos, entry.byokNanos);
+      addWorkspaceDaily.run(entry.owner.workspaceId, entry.day, entry.usageNanos, entry.byokNanos);
     }
     for (const entry of memberSpend(billed)) {
-      addMemberDaily.run(entry.workspaceId, entry.userId, entry.day, entry.usageNanos, entry.byokNanos);
+      addMemberDaily.run(
+        entry.owner.workspaceId,
+        entry.owner.userId,
+        entry.day,
+        entry.usageNanos,
+        entry.byokNanos,
+      );
     }
     const creditNanos = billed.reduce((sum, row) => (row.is_byok === 1 ? sum : sum + row.cost_nanos), 0);
     if (creditNanos > 0) addLedger.run(newId(), creditNanos, ledgerNote(billed.length), at.toISOString());

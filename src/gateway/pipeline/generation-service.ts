@@ -384,7 +384,8 @@ export function createGenerationService(options: {
     }
     let generation = parsed.generation;
     const pipeline: Array<Record<string, unknown>> = [];
-    if (policy?.restrictions) {
+    // Only the metadata reads this entry: not built for requests that did not ask for it.
+    if (policy?.restrictions && context.withMetadata) {
       const restrictions = policy.restrictions;
       const first = policy.guardrails[0];
       pipeline.push({

@@ -1,4 +1,5 @@
 import type { CachedKey } from '../../admin/keys/key-cache.js';
+import { formatUsd } from '../../admin/workspaces/budget-rules.js';
 import type { CreditBalance } from '../../billing/credit-balance.js';
 import { nanosToUsd } from '../../billing/money.js';
 import type { SpendCounters, SpendScope } from '../../billing/spend-counters.js';
@@ -23,12 +24,6 @@ export interface ScopePlan {
   scopes: SpendScope[];
   denials: Map<string, ScopeDenial>;
 }
-
-/** Dollars with cents ($500.00), or every significant digit for limits below a cent ($0.005). */
-const usd = (nanos: number) => {
-  const value = nanosToUsd(nanos);
-  return Number.isInteger(Math.round(value * 1e6) / 1e4) ? value.toFixed(2) : String(value);
-};
 
 /** The window id a reset interval is counted in at `now` (part of the counter id). */
 function windowId(reset: ResetInterval | null, now: Date): string {
@@ -133,8 +128,8 @@ export function spendScopes(
         errorType: 'permission_denied',
         message: (needed, available) =>
           available <= 0
-            ? `Workspace ${budget.interval} budget of $${usd(limitNanos)} exceeded. Contact your org admin.`
-            : `Workspace ${budget.interval} budget of $${usd(limitNanos)} would be exceeded: this request may cost up to $${nanosToUsd(needed)} but $${nanosToUsd(available)} remain. Contact your org admin, or send fewer max tokens.`,
+            ? `Workspace ${budget.interval} budget of ${formatUsd(limitNanos)} exceeded. Contact your org admin.`
+            : `Workspace ${budget.interval} budget of ${formatUsd(limitNanos)} would be exceeded: this request may cost up to $${nanosToUsd(needed)} but $${nanosToUsd(available)} remain. Contact your org admin, or send fewer max tokens.`,
       });
     }
   }
@@ -157,8 +152,8 @@ export function spendScopes(
         errorType: 'permission_denied',
         message: (needed, available) =>
           available <= 0
-            ? `Guardrail "${guardrail.name}" limit of $${usd(guardrailLimit.limitNanos)}${reset ? ` per ${PERIOD[reset]}` : ''} exceeded for this ${holder}.`
-            : `Guardrail "${guardrail.name}" limit of $${usd(guardrailLimit.limitNanos)} would be exceeded: this request may cost up to $${nanosToUsd(needed)} but $${nanosToUsd(available)} remain for this ${holder}. Send fewer max tokens.`,
+            ? `Guardrail "${guardrail.name}" limit of ${formatUsd(guardrailLimit.limitNanos)}${reset ? ` per ${PERIOD[reset]}` : ''} exceeded for this ${holder}.`
+            : `Guardrail "${guardrail.name}" limit of ${formatUsd(guardrailLimit.limitNanos)} would be exceeded: this request may cost up to $${nanosToUsd(needed)} but $${nanosToUsd(available)} remain for this ${holder}. Send fewer max tokens.`,
       });
     }
   }

@@ -1,4 +1,5 @@
 import type { BuiltinFilter, CustomFilter } from '../../admin/guardrails/builtin-filter-catalog.js';
+import { toGuardrailRecord } from '../../admin/guardrails/guardrail-record.js';
 import type { GuardrailTable, WorkspaceBudgetTable } from '../../storage/database-schema.js';
 import type { SpendRows, WorkspacePolicyRows } from './policy-repository.js';
 
@@ -65,27 +66,7 @@ export interface EffectivePolicy {
   byok: ReadonlyMap<string, ByokCredential[]>;
 }
 
-const parseList = (text: string | null): string[] | null => {
-  if (text === null) return null;
-  try {
-    const value: unknown = JSON.parse(text);
-    return Array.isArray(value) ? value.filter((entry): entry is string => typeof entry === 'string') : null;
-  } catch {
-    return null;
-  }
-};
-
-function parseArray<T>(text: string | null): T[] {
-  if (text === null) return [];
-  try {
-    const value: unknown = JSON.parse(text);
-    return Array.isArray(value) ? (value as T[]) : [];
-  } catch {
-    return [];
-  }
-}
-
-function intersect(current: Set<string> | null, next: string[] | null): Set<string> | null {
+function intersect(current: Set<string> | null, next: readonly string[] | null): Set<string> | null {
   if (next === null) return current;
   if (current === null) return new Set(next);
   return new Set(next.filter((entry) => current.has(entry)));
@@ -129,29 +110,29 @@ export function resolvePolicy(
   const limits: GuardrailLimit[] = [];
   let restricts = false;
   for (const { row, ref, holder } of applied) {
-    const allowModels = parseList(row.allowed_models);
-    const allowProviders = parseList(row.allowed_providers);
-    allowedModels = intersect(allowedModels, allowModels);
-    allowedProviders = intersect(allowedProviders, allowProviders);
-    for (const model of parseList(row.ignored_models) ?? []) ignoredModels.add(model);
-    for (const provider of parseList(row.ignored_providers) ?? []) ignoredProviders.add(provider);
-    if (row.enforce_zdr_anthropic === 1) zdrVendors.add('anthropic');
-    if (row.enforce_zdr_openai === 1) zdrVendors.add('openai');
-    if (row.enforce_zdr_google === 1) zdrVendors.add('google');
-    if (row.enforce_zdr_other === 1) zdrVendors.add('other');
+    // The guardrail API's own reader of the row's JSON columns.
+    const record = toGuardrailRecord(row);
+    allowedModels = intersect(allowedModels, record.allowed_models);
+    allowedProviders = intersect(allowedProviders, record.allowed_providers);
+    for (const model of record.ignored_models ?? []) ignoredModels.add(model);
+    for (const provider of record.ignored_providers ?? []) ignoredProviders.add(provider);
+    const zdr: Array<[ZdrVendor, boolean | null]> = [
+      ['anthropic', record.enforce_zdr_anthropic],
+      ['openai', record.enforce_zdr_openai],
+      ['google', record.enforce_zdr_google],
+      ['other', record.enforce_zdr_other],
+    ];
+    for (const [vendor, enforced] of zdr) if (enforced) zdrVendors.add(vendor);
     if (
-      allowModels ||
-      allowProviders ||
-      row.ignored_models !== null ||
-      row.ignored_providers !== null ||
-      row.enforce_zdr_anthropic === 1 ||
-      row.enforce_zdr_openai === 1 ||
-      row.enforce_zdr_google === 1 ||
-      row.enforce_zdr_other === 1
+      record.allowed_models ||
+      record.allowed_providers ||
+      record.ignored_models ||
+      record.ignored_providers ||
+      zdr.some(([, enforced]) => enforced)
     )
       restricts = true;
-    const rowBuiltins = parseArray<BuiltinFilter>(row.content_filter_builtins);
-    const rowCustom = parseArray<CustomFilter>(row.content_filters);
+    const rowBuiltins = record.content_filter_builtins ?? [];
+    const rowCustom = record.content_filters ?? [];
     if (rowBuiltins.length > 0 || rowCustom.length > 0) {
       builtins.push(...rowBuiltins);
       custom.push(...rowCustom);
@@ -162,7 +143,7 @@ export function resolvePolicy(
       limits.push({
         guardrail: ref,
         limitNanos: Number(row.limit_nanos),
-        reset: row.reset_interval,
+        reset: record.reset_interval,
         holder,
         spend: member === null ? null : memberSpendOf(rows, member),
       });

@@ -1,3 +1,4 @@
+import { readListColumn } from '../../admin/byok/byok-record.js';
 import { POLICY_TOPIC } from '../../admin/workspaces/workspace-access.js';
 import { earliestWindowDay, utcDay } from '../../billing/usage-windows.js';
 import type { ChangeBus } from '../../platform/change-bus.js';
@@ -20,14 +21,10 @@ interface Entry {
   resolved: Map<string, Promise<EffectivePolicy>>;
 }
 
-const parseSet = (text: string | null): ReadonlySet<string> | null => {
-  if (text === null) return null;
-  try {
-    const value: unknown = JSON.parse(text);
-    return Array.isArray(value) ? new Set(value.filter((entry) => typeof entry === 'string')) : null;
-  } catch {
-    return null;
-  }
+/** An allow-list column as a set, read by the BYOK API's own reader (null: no restriction). */
+const listSet = (text: string | null): ReadonlySet<string> | null => {
+  const list = readListColumn(text);
+  return list === null ? null : new Set(list);
 };
 
 function addToSpend(spend: SpendRows, day: string, usageNanos: number, byokNanos: number) {
@@ -82,23 +79,21 @@ export function createPolicyCache(options: {
   function openCredentials(rows: WorkspacePolicyRows | null): ByokCredential[] {
     const credentials: ByokCredential[] = [];
     for (const row of rows?.byok ?? []) {
-      let secret: string;
       try {
-        secret = secretBox.open(row.secret_ciphertext);
+        credentials.push({
+          id: row.id,
+          provider: row.provider,
+          secret: secretBox.open(row.secret_ciphertext),
+          isFallback: row.is_fallback === 1,
+          sortOrder: row.sort_order,
+          allowedKeyHashes: listSet(row.allowed_api_key_hashes),
+          allowedModels: listSet(row.allowed_models),
+          allowedUserIds: listSet(row.allowed_user_ids),
+        });
       } catch (error) {
+        // A credential that cannot be read is skipped, never used half-read.
         options.onUnreadableSecret(row.id, error);
-        continue;
       }
-      credentials.push({
-        id: row.id,
-        provider: row.provider,
-        secret,
-        isFallback: row.is_fallback === 1,
-        sortOrder: row.sort_order,
-        allowedKeyHashes: parseSet(row.allowed_api_key_hashes),
-        allowedModels: parseSet(row.allowed_models),
-        allowedUserIds: parseSet(row.allowed_user_ids),
-      });
     }
     return credentials;
   }
