@@ -114,6 +114,42 @@ export const ConfigSchema = Type.Object(
       { additionalProperties: false },
     ),
     shutdown_timeout_ms: Type.Integer({ minimum: 0, maximum: 600_000 }),
+    broadcast: Type.Object(
+      {
+        /**
+         * Whether destinations may point at loopback, private or link-local addresses (an internal
+         * OpenTelemetry collector, a test receiver). Off by default: a management key must not be able
+         * to make the gateway call into its own network.
+         */
+        allow_private_networks: Type.Boolean(),
+        /** The region this gateway serves; a destination receives traffic of the regions it lists. */
+        region: Type.Union([Type.Literal('global'), Type.Literal('europe'), Type.Literal('us')]),
+        /**
+         * Per destination type, an origin to send to instead of the vendor host the config implies
+         * (snowflake's account host, newrelic's region host): a proxy or a private link.
+         */
+        origin_overrides: Type.Record(
+          Type.String({ pattern: '^[a-z][a-z0-9-]*$' }),
+          Type.String({ pattern: '^https?://[^/?#]+$' }),
+        ),
+        /** Runs the outbox delivery worker in this instance (every instance may; they share the work). */
+        worker_enabled: Type.Boolean(),
+        /** How often an idle worker looks for due events. */
+        poll_interval_ms: Type.Integer({ minimum: 10, maximum: 60_000 }),
+        /** Events claimed per round (all destinations together). */
+        claim_batch: Type.Integer({ minimum: 1, maximum: 5_000 }),
+        /** Delivery attempts before an event goes to the dead letters. */
+        max_attempts: Type.Integer({ minimum: 1, maximum: 100 }),
+        /** First retry delay; it doubles per attempt (with jitter) up to max_backoff_ms. */
+        base_backoff_ms: Type.Integer({ minimum: 1, maximum: 3_600_000 }),
+        max_backoff_ms: Type.Integer({ minimum: 1, maximum: 86_400_000 }),
+        /** How long a claimed event stays reserved for its worker; a crashed worker's events return after it. */
+        lease_ms: Type.Integer({ minimum: 1_000, maximum: 3_600_000 }),
+        /** Deliveries (one destination's batch each) running at once per instance. */
+        concurrency: Type.Integer({ minimum: 1, maximum: 64 }),
+      },
+      { additionalProperties: false },
+    ),
     catalog: Type.Object(
       {
         /** A directory with models.json, endpoints.json, providers.json, usage-daily.json; null = bundled. */
@@ -150,5 +186,18 @@ export const defaultConfig: Static<typeof ConfigSchema> = {
     rate_limit: { requests: 600, window_seconds: 60 },
   },
   shutdown_timeout_ms: 10_000,
+  broadcast: {
+    allow_private_networks: false,
+    region: 'global',
+    origin_overrides: {},
+    worker_enabled: true,
+    poll_interval_ms: 500,
+    claim_batch: 200,
+    max_attempts: 8,
+    base_backoff_ms: 1_000,
+    max_backoff_ms: 300_000,
+    lease_ms: 60_000,
+    concurrency: 4,
+  },
   catalog: { snapshot_dir: null, hidden_providers: [], providers: [], models: [] },
 };

@@ -19,6 +19,8 @@ export interface Database {
   guardrail_key_assignments: GuardrailKeyAssignmentTable;
   guardrail_member_assignments: GuardrailMemberAssignmentTable;
   byok_credentials: ByokCredentialTable;
+  observability_destinations: ObservabilityDestinationTable;
+  broadcast_outbox: BroadcastOutboxTable;
 }
 
 export interface MetaTable {
@@ -232,4 +234,55 @@ export interface ByokCredentialTable {
   allowed_user_ids: string | null;
   created_at: string;
   updated_at: string;
+}
+
+/**
+ * Spec 2.4. `config` is JSON text of the non-secret fields; the secret fields (and custom `headers`)
+ * are one JSON object sealed with the secret box in `secrets_ciphertext`. Lists and rules are JSON
+ * text or null. A deleted destination keeps its row with `deleted_at` set (soft delete).
+ */
+export interface ObservabilityDestinationTable {
+  id: string;
+  workspace_id: string;
+  name: string;
+  type: string;
+  config: string;
+  secrets_ciphertext: string | null;
+  enabled: number;
+  api_key_hashes: string | null;
+  broadcast_generation_cost: number;
+  broadcast_generation_identity: number;
+  broadcast_generation_request_context: number;
+  filter_rules: string | null;
+  privacy_mode: number;
+  regions: string;
+  sampling_rate: number;
+  created_at: string;
+  updated_at: string;
+  deleted_at: string | null;
+}
+
+/**
+ * One event for one destination, written in the generation's group commit and deleted once
+ * delivered. `status` is `pending` (due at `next_attempt_at`; a row whose `lease_until` is in the
+ * future is being delivered by `leased_by`) or `dead` (gave up: attempts exhausted or refused).
+ * Times are ISO 8601 text, compared as text.
+ */
+export interface BroadcastOutboxTable {
+  id: string;
+  destination_id: string;
+  workspace_id: string;
+  generation_id: string;
+  idempotency_key: string;
+  /** JSON text of the BroadcastEvent as this destination receives it. */
+  payload: string;
+  status: 'pending' | 'dead';
+  attempts: number;
+  next_attempt_at: string;
+  lease_until: string | null;
+  leased_by: string | null;
+  last_error: string | null;
+  last_status: number | null;
+  created_at: string;
+  dead_at: string | null;
 }

@@ -247,6 +247,65 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0004_observability': {
+    async up(db) {
+      await db.schema
+        .createTable('observability_destinations')
+        .addColumn('id', 'text', (column) => column.primaryKey())
+        .addColumn('workspace_id', 'text', (column) => column.notNull().references('workspaces.id'))
+        .addColumn('name', 'text', (column) => column.notNull())
+        .addColumn('type', 'text', (column) => column.notNull())
+        .addColumn('config', 'text', (column) => column.notNull())
+        .addColumn('secrets_ciphertext', 'text')
+        .addColumn('enabled', 'integer', (column) => column.notNull())
+        .addColumn('api_key_hashes', 'text')
+        .addColumn('broadcast_generation_cost', 'integer', (column) => column.notNull())
+        .addColumn('broadcast_generation_identity', 'integer', (column) => column.notNull())
+        .addColumn('broadcast_generation_request_context', 'integer', (column) => column.notNull())
+        .addColumn('filter_rules', 'text')
+        .addColumn('privacy_mode', 'integer', (column) => column.notNull())
+        .addColumn('regions', 'text', (column) => column.notNull())
+        .addColumn('sampling_rate', 'double precision', (column) => column.notNull())
+        .addColumn('created_at', 'text', (column) => column.notNull())
+        .addColumn('updated_at', 'text', (column) => column.notNull())
+        .addColumn('deleted_at', 'text')
+        .execute();
+      await db.schema
+        .createIndex('observability_destinations_workspace_type')
+        .on('observability_destinations')
+        .columns(['workspace_id', 'type'])
+        .execute();
+      await db.schema
+        .createTable('broadcast_outbox')
+        .addColumn('id', 'text', (column) => column.primaryKey())
+        .addColumn('destination_id', 'text', (column) => column.notNull())
+        .addColumn('workspace_id', 'text', (column) => column.notNull())
+        .addColumn('generation_id', 'text', (column) => column.notNull())
+        .addColumn('idempotency_key', 'text', (column) => column.notNull())
+        .addColumn('payload', 'text', (column) => column.notNull())
+        .addColumn('status', 'text', (column) => column.notNull())
+        .addColumn('attempts', 'integer', (column) => column.notNull())
+        .addColumn('next_attempt_at', 'text', (column) => column.notNull())
+        .addColumn('lease_until', 'text')
+        .addColumn('leased_by', 'text')
+        .addColumn('last_error', 'text')
+        .addColumn('last_status', 'integer')
+        .addColumn('created_at', 'text', (column) => column.notNull())
+        .addColumn('dead_at', 'text')
+        .addUniqueConstraint('broadcast_outbox_generation_destination', ['generation_id', 'destination_id'])
+        .execute();
+      await db.schema
+        .createIndex('broadcast_outbox_due')
+        .on('broadcast_outbox')
+        .columns(['status', 'next_attempt_at'])
+        .execute();
+      await db.schema
+        .createIndex('broadcast_outbox_destination')
+        .on('broadcast_outbox')
+        .columns(['destination_id', 'status'])
+        .execute();
+    },
+  },
 };
 
 /**

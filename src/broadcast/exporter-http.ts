@@ -1,0 +1,175 @@
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { isIP, type LookupFunction } from 'node:net';
+import ipaddr from 'ipaddr.js';
+import { Agent, type Dispatcher, errors, request } from 'undici';
+import { DeliveryError } from './destination-type.js';
+
+/** What a receiver answered (2xx, or a status the caller listed in `acceptStatuses`). */
+export interface ExporterResponse {
+  status: number;
+  headers: Record<string, string | string[] | undefined>;
+  /** The body as text, cut at MAX_RESPONSE_BYTES. */
+  body: string;
+}
+
+export interface ExporterRequest {
+  method?: 'POST' | 'PUT' | 'GET' | 'HEAD';
+  headers?: Record<string, string>;
+  body?: string | Uint8Array;
+  signal?: AbortSignal;
+  /** Statuses besides 2xx that count as delivered (e.g. 409 "already exists" for an idempotent id). */
+  acceptStatuses?: readonly number[];
+}
+
+/** The HTTP client exporters use: timeouts, SSRF rules and status → DeliveryError in one place. */
+export interface ExporterHttp {
+  send(url: string, init?: ExporterRequest): Promise<ExporterResponse>;
+  /** Refuses a URL the gateway must not call (scheme, private address literal); null when it may. */
+  checkUrl(url: string): string | null;
+  close(): Promise<void>;
+}
+
+const MAX_RESPONSE_BYTES = 1 << 20;
+const CONNECT_TIMEOUT_MS = 5_000;
+const HEADERS_TIMEOUT_MS = 15_000;
+const BODY_TIMEOUT_MS = 15_000;
+/** The longest `Retry-After` honoured; a receiver asking for more is retried after this. */
+export const MAX_RETRY_AFTER_MS = 3_600_000;
+
+/** Whether an address is one the gateway must not reach (loopback, private, link-local, …). */
+export function isPrivateAddress(address: string): boolean {
+  if (!ipaddr.isValid(address)) return true;
+  let parsed = ipaddr.parse(address);
+  if (parsed.kind() === 'ipv6') {
+    const v6 = parsed as ipaddr.IPv6;
+    if (v6.isIPv4MappedAddress()) parsed = v6.toIPv4Address();
+  }
+  return parsed.range() !== 'unicast';
+}
+
+/** `Retry-After` as milliseconds: delta-seconds or an HTTP date; null when absent or unreadable. */
+export function parseRetryAfter(value: string | string[] | undefined, now = Date.now()): number | null {
+  const text = Array.isArray(value) ? value[0] : value;
+  if (!text) return null;
+  const trimmed = text.trim();
+  if (/^\d+$/.test(trimmed)) return Math.min(Number(trimmed) * 1000, MAX_RETRY_AFTER_MS);
+  const at = Date.parse(trimmed);
+  if (Number.isNaN(at)) return null;
+  return Math.min(Math.max(0, at - now), MAX_RETRY_AFTER_MS);
+}
+
+const RETRYABLE_STATUSES = new Set([408, 425, 429]);
+
+/**
+ * Creates the exporters' HTTP client. Unless `allowPrivateNetworks`, a URL whose host is (or
+ * resolves to) a loopback, private, link-local or otherwise non-public address is refused — checked
+ * on the literal before the call and on every DNS answer at connect time, so a name that resolves
+ * to 127.0.0.1 cannot be used to reach the gateway's own network. Redirects are not followed.
+ */
+export function createExporterHttp(options: { allowPrivateNetworks: boolean }): ExporterHttp {
+  const { allowPrivateNetworks } = options;
+  const guardedLookup: LookupFunction = (hostname, lookupOptions, callback) => {
+    dnsLookup(hostname, { ...lookupOptions, all: true }, (error, addresses) => {
+      if (error) return callback(error, '', 0);
+      const list = addresses as unknown as LookupAddress[];
+      const allowed = allowPrivateNetworks ? list : list.filter((entry) => !isPrivateAddress(entry.address));
+      if (allowed.length === 0) {
+        const refused = Object.assign(new Error(`${hostname} resolves only to non-public addresses`), {
+          code: 'ESWITCHYARD_PRIVATE_ADDRESS',
+        });
+        return callback(refused, '', 0);
+      }
+      if ((lookupOptions as { all?: boolean }).all)
+        return (callback as never as (e: null, a: LookupAddress[]) => void)(null, allowed);
+      const first = allowed[0] as LookupAddress;
+      callback(null, first.address, first.family);
+    });
+  };
+  const agent = new Agent({
+    connect: { timeout: CONNECT_TIMEOUT_MS, lookup: guardedLookup },
+    headersTimeout: HEADERS_TIMEOUT_MS,
+    bodyTimeout: BODY_TIMEOUT_MS,
+    keepAliveTimeout: 10_000,
+    connections: 16,
+  });
+
+  function checkUrl(url: string): string | null {
+    let parsed: URL;
+    try {
+      parsed = new URL(url);
+    } catch {
+      return 'is not a valid URL';
+    }
+    if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') return 'must be an http or https URL';
+    if (parsed.username || parsed.password) return 'must not carry credentials in the URL';
+    const host = parsed.hostname.replace(/^\[|\]$/g, '');
+    if (!allowPrivateNetworks) {
+      if (isIP(host) !== 0 && isPrivateAddress(host)) return 'points to a non-public address';
+      if (host === 'localhost' || host.endsWith('.localhost')) return 'points to a non-public address';
+    }
+    return null;
+  }
+
+  async function send(url: string, init: ExporterRequest = {}): Promise<ExporterResponse> {
+    const refusal = checkUrl(url);
+    if (refusal) throw new DeliveryError(`destination URL ${refusal}`, { retryable: false });
+    let response: Dispatcher.ResponseData;
+    try {
+      response = await request(url, {
+        method: init.method ?? 'POST',
+        headers: init.headers,
+        body: init.body,
+        signal: init.signal,
+        dispatcher: agent,
+      });
+    } catch (error) {
+      throw connectionError(error);
+    }
+    let body: string;
+    try {
+      body = await readBounded(response.body);
+    } catch (error) {
+      throw connectionError(error);
+    }
+    const { statusCode: status } = response;
+    if ((status >= 200 && status < 300) || init.acceptStatuses?.includes(status)) {
+      return { status, headers: response.headers, body };
+    }
+    const retryable = status >= 500 || RETRYABLE_STATUSES.has(status);
+    throw new DeliveryError(`receiver answered ${status}: ${snippet(body)}`, {
+      retryable,
+      status,
+      retryAfterMs: parseRetryAfter(response.headers['retry-after']),
+    });
+  }
+
+  return { send, checkUrl, close: () => agent.close() };
+}
+
+async function readBounded(body: Dispatcher.ResponseData['body']): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    const buffer = chunk as Buffer;
+    if (size < MAX_RESPONSE_BYTES) chunks.push(buffer.subarray(0, MAX_RESPONSE_BYTES - size));
+    size += buffer.length;
+  }
+  return Buffer.concat(chunks).toString('utf8');
+}
+
+const snippet = (text: string) => (text.length > 300 ? `${text.slice(0, 300)}…` : text || '(empty body)');
+
+function connectionError(error: unknown): DeliveryError {
+  if (error instanceof DeliveryError) return error;
+  const code = (error as { code?: string }).code;
+  // undici refuses a request it cannot send at all (a header value with a line break): the same
+  // request will be refused again, so it is not retried.
+  if (code === 'ESWITCHYARD_PRIVATE_ADDRESS' || error instanceof errors.InvalidArgumentError) {
+    return new DeliveryError((error as Error).message, { retryable: false, cause: error });
+  }
+  const aborted = error instanceof errors.RequestAbortedError || (error as Error).name === 'AbortError';
+  const message = aborted
+    ? 'delivery aborted'
+    : `receiver unreachable: ${(error as Error).message ?? String(error)}${code ? ` (${code})` : ''}`;
+  return new DeliveryError(message, { retryable: true, cause: error });
+}

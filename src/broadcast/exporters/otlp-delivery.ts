@@ -1,0 +1,215 @@
+import type { TSchema } from 'typebox';
+import {
+  DeliveryError,
+  type DestinationType,
+  type ExportContext,
+  type OutboxItem,
+  type SendOutcome,
+} from '../destination-type.js';
+import { EMPTY_OTLP_REQUEST, encodeOtlpTraces, type OtlpTraceOptions } from '../otlp-spans.js';
+import { type ConfigProblem, headerProblems, jsonObject, mergeHeaders } from './exporter-support.js';
+
+/**
+ * The OTLP/HTTP JSON delivery the OTLP destinations share (otel-collector, webhook, arize, grafana,
+ * newrelic, sentry, ramp): each of them is the generic collector exporter with a URL, an auth
+ * header and, for some, attributes or limits of their own.
+ */
+
+/** Where and how an OTLP destination posts. */
+export interface OtlpTarget {
+  url: string;
+  method?: 'POST' | 'PUT';
+  /** The destination's own headers (auth): custom headers never override them. */
+  headers?: Record<string, string>;
+  /** The config's custom `headers`. */
+  custom?: Record<string, string> | undefined;
+}
+
+export interface OtlpDeliveryOptions extends OtlpTraceOptions {
+  /**
+   * The receiver's request size limit in bytes: a batch whose body is larger goes out as several
+   * requests (a single event larger than this is still sent alone).
+   */
+  maxRequestBytes?: number;
+}
+
+/** What sets one OTLP destination type apart from the others. */
+export interface OtlpDestinationSpec<C extends { headers?: Record<string, string> }> {
+  type: string;
+  configSchema: TSchema;
+  defaults: Partial<C>;
+  secretFields: readonly string[];
+  /** The type's own rules; custom headers are always checked after them. */
+  validate?: (config: C) => ConfigProblem[];
+  /**
+   * The traces URL. `originOverride` is given only to types whose config names no URL (it replaces
+   * their fixed host); `urls()` asks without it.
+   */
+  url: (context: Pick<ExportContext<C>, 'config' | 'originOverride'>) => string;
+  /** The auth headers (none for a plain collector, whose auth is in the custom headers). */
+  headers?: (config: C) => Record<string, string>;
+  /** Attributes and limits of the receiver. */
+  delivery?: (config: C) => OtlpDeliveryOptions;
+  /** Reference §3.3: only the generic collector is tested on save. */
+  testOnSave?: boolean;
+}
+
+/** A destination type posting batches of up to 100 spans (the SDK BatchSpanProcessor's habit) as OTLP JSON. */
+export function otlpDestination<C extends { headers?: Record<string, string> }>(
+  spec: OtlpDestinationSpec<C>,
+): DestinationType<C> {
+  const target = (context: Pick<ExportContext<C>, 'config' | 'originOverride'>): OtlpTarget => ({
+    url: spec.url(context),
+    headers: spec.headers?.(context.config),
+    custom: context.config.headers,
+  });
+  return {
+    type: spec.type,
+    configSchema: spec.configSchema,
+    defaults: spec.defaults,
+    secretFields: spec.secretFields,
+    validate: (config) => [...(spec.validate?.(config) ?? []), ...headerProblems(config.headers)],
+    urls: (config) => [spec.url({ config })],
+    maxBatch: 100,
+    testOnSave: spec.testOnSave ?? false,
+    send: (items, context) =>
+      deliverOtlpTraces(items, context, target(context), spec.delivery?.(context.config)),
+    testConnection: (context) => testOtlpConnection(context, target(context)),
+  };
+}
+
+/** Collectors accept far more (confighttp defaults to 20 MiB); vendors' gateways are stricter. */
+const DEFAULT_MAX_REQUEST_BYTES = 4_000_000;
+
+/**
+ * Posts the batch as OTLP JSON. Span ids come from the generation ids, so a retried batch carries
+ * the same ids and a receiver that keys on them stores each span once.
+ */
+async function deliverOtlpTraces(
+  items: readonly OutboxItem[],
+  context: ExportContext<object>,
+  target: OtlpTarget,
+  options: OtlpDeliveryOptions = {},
+): Promise<SendOutcome | undefined> {
+  if (items.length === 0) return undefined;
+  const chunks = splitBySize(
+    items.map((_, index) => index),
+    (indexes) =>
+      encodeOtlpTraces(
+        indexes.map((index) => (items[index] as OutboxItem).event),
+        options,
+      ),
+    options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES,
+  );
+  return sendChunks(
+    chunks.map((chunk) => ({ ...chunk, headers: {} })),
+    context,
+    target,
+  );
+}
+
+/** One request of a batch: the items it carries (by index), its body and its own extra headers. */
+export interface OtlpChunk {
+  indexes: number[];
+  body: string;
+  headers: Record<string, string>;
+}
+
+/**
+ * Sends the requests in order. The first failing is thrown when nothing was delivered yet (the
+ * worker retries the whole batch, honouring Retry-After); once some were delivered, the failed and
+ * the unsent items are returned as rejections so only they are retried. Unlike `sendInGroups`, it
+ * stops at the first failure: an OTLP receiver that refused one request (often over load) is not
+ * sent the rest of the batch at once.
+ */
+export async function sendChunks(
+  chunks: readonly OtlpChunk[],
+  context: ExportContext<object>,
+  target: OtlpTarget,
+): Promise<SendOutcome | undefined> {
+  const rejected: NonNullable<SendOutcome['rejected']> = [];
+  for (const [position, chunk] of chunks.entries()) {
+    try {
+      await postOtlp(context, target, chunk);
+    } catch (error) {
+      if (!(error instanceof DeliveryError) || position === 0) throw error;
+      for (const later of chunks.slice(position)) {
+        const retryable = later === chunk ? error.retryable : true;
+        const message = later === chunk ? error.message : 'not sent: an earlier request of the batch failed';
+        for (const index of later.indexes) rejected.push({ index, retryable, message });
+      }
+      return { rejected };
+    }
+  }
+  return undefined;
+}
+
+async function postOtlp(context: ExportContext<object>, target: OtlpTarget, chunk: OtlpChunk): Promise<void> {
+  const response = await context.http.send(target.url, {
+    method: target.method ?? 'POST',
+    headers: otlpHeaders(target, chunk.headers),
+    body: chunk.body,
+    signal: context.signal,
+  });
+  const rejectedSpans = partialSuccessRejections(response.body);
+  // OTLP/HTTP: a partial success with rejected spans must not be retried; when it names every span
+  // of the request, nothing was stored and the batch is dead on arrival.
+  if (rejectedSpans && rejectedSpans.count >= chunk.indexes.length) {
+    throw new DeliveryError(`receiver rejected every span: ${rejectedSpans.message || 'no reason given'}`, {
+      retryable: false,
+      status: response.status,
+    });
+  }
+}
+
+/**
+ * The reference's test: an empty OTLP payload marked `X-Test-Connection: true`, to the URL and with
+ * the auth the deliveries use. 2xx passes; 400 too, since some receivers refuse an empty request
+ * after accepting the credentials (reference §3.3).
+ */
+export async function testOtlpConnection(
+  context: Omit<ExportContext<object>, 'destination'>,
+  target: OtlpTarget,
+): Promise<void> {
+  await context.http.send(target.url, {
+    method: target.method ?? 'POST',
+    headers: otlpHeaders(target, { 'X-Test-Connection': 'true' }),
+    body: EMPTY_OTLP_REQUEST,
+    signal: context.signal,
+    acceptStatuses: [400],
+  });
+}
+
+/** The content type, the destination's auth and the request's own headers over the custom ones. */
+function otlpHeaders(target: OtlpTarget, extra: Record<string, string>): Record<string, string> {
+  return mergeHeaders(target.custom, { 'Content-Type': 'application/json', ...target.headers, ...extra });
+}
+
+/**
+ * Halves a group until each body fits (or holds a single event). OTLP groups spans by resource, so
+ * a body is no concatenation of per-item fragments that `packBySize` could pack.
+ */
+function splitBySize(
+  indexes: number[],
+  encode: (indexes: number[]) => string,
+  maxBytes: number,
+): Array<{ indexes: number[]; body: string }> {
+  const body = encode(indexes);
+  if (indexes.length <= 1 || Buffer.byteLength(body) <= maxBytes) return [{ indexes, body }];
+  const middle = Math.ceil(indexes.length / 2);
+  return [
+    ...splitBySize(indexes.slice(0, middle), encode, maxBytes),
+    ...splitBySize(indexes.slice(middle), encode, maxBytes),
+  ];
+}
+
+/** `partialSuccess` of an OTLP/HTTP JSON response; null when absent, unreadable or empty. */
+function partialSuccessRejections(body: string): { count: number; message: string } | null {
+  if (!body.includes('partialSuccess')) return null;
+  const partial = jsonObject(body)?.partialSuccess;
+  if (typeof partial !== 'object' || partial === null) return null;
+  const { rejectedSpans, errorMessage } = partial as { rejectedSpans?: unknown; errorMessage?: unknown };
+  const count = Number(rejectedSpans ?? 0);
+  if (!Number.isFinite(count) || count <= 0) return null;
+  return { count, message: typeof errorMessage === 'string' ? errorMessage : '' };
+}
