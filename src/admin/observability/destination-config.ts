@@ -1,0 +1,303 @@
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import addFormats from 'ajv-formats';
+import type { TSchema } from 'typebox';
+import type { DestinationType } from '../../broadcast/destination-type.js';
+import type { ExporterHttp } from '../../broadcast/exporter-http.js';
+import { invalidRequest } from '../../errors/app-error.js';
+import { NO_NUL_PATTERN } from '../../platform/schema-types.js';
+import type { SecretBox } from '../../platform/secret-box.js';
+import type { ObservabilityDestinationTable } from '../../storage/database-schema.js';
+
+export type DestinationConfig = Record<string, unknown>;
+type AnyDestinationType = DestinationType<object>;
+
+export const MAX_CUSTOM_HEADERS = 20;
+export const MAX_HEADER_VALUE_LENGTH = 4096;
+/** Secrets shorter than this are masked completely: 8 shown characters would be most of them. */
+const MIN_LENGTH_TO_SHOW_ENDS = 12;
+const SHOWN_ENDS = 4;
+const FULLY_MASKED = '****';
+
+/** An HTTP header name (RFC 9110 token). */
+const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+/** What Node and undici accept in a header value: tab, visible ASCII, space and obs-text. */
+const HEADER_VALUE = /^[\t\u0020-\u007e\u0080-\u00ff]*$/;
+/**
+ * Headers the gateway's HTTP client owns: framing (a wrong Content-Length or Transfer-Encoding would
+ * corrupt the request), the target host, and hop-by-hop headers that mean nothing end to end.
+ */
+const FORBIDDEN_HEADERS = new Set([
+  'host',
+  'content-length',
+  'transfer-encoding',
+  'connection',
+  'keep-alive',
+  'proxy-connection',
+  'proxy-authenticate',
+  'proxy-authorization',
+  'te',
+  'trailer',
+  'upgrade',
+  'expect',
+]);
+
+/**
+ * A config validator with the options of the request body validator (platform/validation.ts: no
+ * coercion, formats on), so a config error reads like any other body error. Compiled once per type.
+ */
+const ajv = new Ajv({ allErrors: false, strict: false, useDefaults: false, coerceTypes: false });
+(addFormats as unknown as (instance: Ajv) => Ajv)(ajv);
+const compiled = new WeakMap<TSchema, ValidateFunction>();
+
+function validatorOf(schema: TSchema): ValidateFunction {
+  let validate = compiled.get(schema);
+  if (!validate) {
+    validate = ajv.compile(schema as object);
+    compiled.set(schema, validate);
+  }
+  return validate;
+}
+
+const refuse = (where: string, problem: string) =>
+  invalidRequest(`Invalid request parameters: ${where} ${problem}`);
+
+/** Ajv's first error in the words the request validator uses (errors/error-renderer.ts). */
+function describeSchemaError(error: ErrorObject, path: string): string {
+  const params = error.params as Record<string, unknown>;
+  let field = error.instancePath.replace(/^\//, '').replaceAll('/', '.');
+  if (typeof params.missingProperty === 'string')
+    field = field ? `${field}.${params.missingProperty}` : params.missingProperty;
+  if (typeof params.additionalProperty === 'string') {
+    const name = field ? `${field}.${params.additionalProperty}` : params.additionalProperty;
+    return `Invalid request parameters: ${path}.${name} is not a known field for this type`;
+  }
+  const where = field ? `${path}.${field}` : path;
+  if (error.keyword === 'pattern' && params.pattern === NO_NUL_PATTERN) {
+    return `Invalid request parameters: ${where} must not contain NUL characters or unpaired surrogates`;
+  }
+  if (Array.isArray(params.allowedValues)) {
+    return `Invalid request parameters: ${where} must be one of: ${params.allowedValues.map(String).join(', ')}`;
+  }
+  return `Invalid request parameters: ${where} ${error.message ?? 'is invalid'}`;
+}
+
+const isPlainObject = (value: unknown): value is Record<string, unknown> =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/**
+ * The masked form of a secret: its first and last 4 characters around "..." (reference §3: `sk-l...AbCd`),
+ * or `****` when it is shorter than 12 characters. Counted in code points, so a mask never splits one.
+ */
+export function maskSecretValue(secret: string): string {
+  const characters = Array.from(secret);
+  if (characters.length < MIN_LENGTH_TO_SHOW_ENDS) return FULLY_MASKED;
+  return `${characters.slice(0, SHOWN_ENDS).join('')}...${characters.slice(-SHOWN_ENDS).join('')}`;
+}
+
+const isSecretField = (type: AnyDestinationType, field: string) =>
+  field === 'headers' || type.secretFields.includes(field);
+
+/** The config as the API returns it: secret fields and every header value masked. */
+export function maskConfig(type: AnyDestinationType, config: DestinationConfig): DestinationConfig {
+  const masked: DestinationConfig = {};
+  for (const [field, value] of Object.entries(config)) {
+    if (field === 'headers' && isPlainObject(value)) {
+      masked.headers = Object.fromEntries(
+        Object.entries(value).map(([name, text]) => [name, maskSecretValue(String(text))]),
+      );
+    } else if (type.secretFields.includes(field)) {
+      masked[field] = typeof value === 'string' ? maskSecretValue(value) : FULLY_MASKED;
+    } else {
+      masked[field] = value;
+    }
+  }
+  return masked;
+}
+
+/** The type's defaults for the optional fields the config leaves out. */
+export function applyDefaults(type: AnyDestinationType, config: DestinationConfig): DestinationConfig {
+  return { ...(type.defaults as DestinationConfig), ...config };
+}
+
+/** The two stored columns of a config: non-secret fields as JSON, the secret ones sealed as one object. */
+export function sealConfig(
+  type: AnyDestinationType,
+  config: DestinationConfig,
+  secretBox: SecretBox,
+): { config: string; secrets_ciphertext: string | null } {
+  const plain: DestinationConfig = {};
+  const secrets: DestinationConfig = {};
+  for (const [field, value] of Object.entries(config)) {
+    if (isSecretField(type, field)) secrets[field] = value;
+    else plain[field] = value;
+  }
+  return {
+    config: JSON.stringify(plain),
+    secrets_ciphertext: Object.keys(secrets).length === 0 ? null : secretBox.seal(JSON.stringify(secrets)),
+  };
+}
+
+/**
+ * The full config of a stored destination: non-secret fields, opened secrets and `headers` — what an
+ * exporter is given. Throws when the secrets cannot be opened (another master key, altered data).
+ */
+export function openDestinationConfig(
+  row: ObservabilityDestinationTable,
+  secretBox: SecretBox,
+): Record<string, unknown> {
+  const plain: unknown = JSON.parse(row.config);
+  const secrets: unknown =
+    row.secrets_ciphertext === null ? {} : JSON.parse(secretBox.open(row.secrets_ciphertext));
+  if (!isPlainObject(plain) || !isPlainObject(secrets)) {
+    throw new Error(`observability destination ${row.id}: stored config is not a JSON object`);
+  }
+  return { ...plain, ...secrets };
+}
+
+/** Merges the headers of a PATCH: per name (case-insensitive), masked values ignored, null removes. */
+function mergeHeaders(current: unknown, patch: unknown): unknown {
+  if (patch === null) return undefined;
+  if (!isPlainObject(patch)) return patch;
+  const merged: Record<string, unknown> = isPlainObject(current) ? { ...current } : {};
+  for (const [name, value] of Object.entries(patch)) {
+    const existing = Object.keys(merged).find((candidate) => candidate.toLowerCase() === name.toLowerCase());
+    const existingValue = existing === undefined ? undefined : merged[existing];
+    if (typeof existingValue === 'string' && value === maskSecretValue(existingValue)) continue;
+    if (existing !== undefined) delete merged[existing];
+    if (value !== null) merged[name] = value;
+  }
+  return Object.keys(merged).length === 0 ? undefined : merged;
+}
+
+/**
+ * The config after a PATCH (spec 4.5 rule 4): only the keys given change; a secret sent back in its
+ * masked form keeps its value; null removes an optional field (its default, if any, applies again).
+ * The result still has to pass `checkConfig`.
+ */
+export function mergeConfig(
+  type: AnyDestinationType,
+  current: DestinationConfig,
+  patch: DestinationConfig,
+): DestinationConfig {
+  const merged: DestinationConfig = { ...current };
+  for (const [field, value] of Object.entries(patch)) {
+    if (field === 'headers') {
+      const headers = mergeHeaders(current.headers, value);
+      if (headers === undefined) delete merged.headers;
+      else merged.headers = headers;
+      continue;
+    }
+    const currentValue = current[field];
+    if (
+      isSecretField(type, field) &&
+      typeof currentValue === 'string' &&
+      value === maskSecretValue(currentValue)
+    ) {
+      continue;
+    }
+    if (value === null) delete merged[field];
+    else merged[field] = value;
+  }
+  return applyDefaults(type, merged);
+}
+
+function checkHeaders(headers: unknown, path: string): void {
+  if (headers === undefined) return;
+  if (!isPlainObject(headers)) throw refuse(path, 'must be an object of header name → value');
+  const entries = Object.entries(headers);
+  if (entries.length > MAX_CUSTOM_HEADERS)
+    throw refuse(path, `must not have more than ${MAX_CUSTOM_HEADERS} headers`);
+  const seen = new Set<string>();
+  for (const [name, value] of entries) {
+    const where = `${path}.${name}`;
+    if (!HEADER_NAME.test(name)) throw refuse(where, 'is not a valid HTTP header name');
+    const lower = name.toLowerCase();
+    if (FORBIDDEN_HEADERS.has(lower))
+      throw refuse(where, 'cannot be set: the gateway sets this header itself');
+    if (seen.has(lower)) throw refuse(where, 'is given twice (header names are case-insensitive)');
+    seen.add(lower);
+    if (typeof value !== 'string') throw refuse(where, 'must be string');
+    if (value.length > MAX_HEADER_VALUE_LENGTH) {
+      throw refuse(where, `must NOT have more than ${MAX_HEADER_VALUE_LENGTH} characters`);
+    }
+    if (!HEADER_VALUE.test(value))
+      throw refuse(where, 'must not contain control characters or characters above U+00FF');
+  }
+}
+
+/** Config fields whose schema says they are URLs. */
+function urlFields(type: AnyDestinationType): string[] {
+  const properties =
+    (type.configSchema as { properties?: Record<string, { format?: unknown }> }).properties ?? {};
+  return Object.entries(properties)
+    .filter(([, schema]) => schema.format === 'uri')
+    .map(([field]) => field);
+}
+
+/**
+ * SSRF rules on every URL the destination would call: URL fields by name first, then the URLs the
+ * type derives from its config (a host, a DSN), named by the field they come from when one matches.
+ */
+function checkUrls(
+  type: AnyDestinationType,
+  config: DestinationConfig,
+  http: ExporterHttp,
+  path: string,
+): void {
+  for (const field of urlFields(type)) {
+    const value = config[field];
+    if (typeof value !== 'string') continue;
+    const refusal = http.checkUrl(value);
+    if (refusal) throw refuse(`${path}.${field}`, refusal);
+  }
+  for (const url of type.urls(config)) {
+    const refusal = http.checkUrl(url);
+    if (!refusal) continue;
+    // The field the URL was built from: the longest value it contains (short ones such as a
+    // region code would match by chance).
+    const source = Object.entries(config)
+      .filter((entry): entry is [string, string] => typeof entry[1] === 'string' && entry[1].length >= 4)
+      .filter(([, value]) => url.includes(value))
+      .sort((left, right) => right[1].length - left[1].length)[0];
+    throw refuse(source ? `${path}.${source[0]}` : path, `leads to a URL that ${refusal}`);
+  }
+}
+
+/**
+ * Validates a whole config (defaults applied) for its type: the type's schema, the custom headers,
+ * the type's own rules, then the SSRF rules. Throws a 400 naming the field (`path` is where the
+ * config sits in the request, e.g. `body.config`).
+ */
+export function checkConfig(options: {
+  type: AnyDestinationType;
+  config: DestinationConfig;
+  http: ExporterHttp;
+  path: string;
+}): void {
+  const { type, config, http, path } = options;
+  const validate = validatorOf(type.configSchema);
+  if (!validate(config)) {
+    const first = validate.errors?.[0];
+    throw invalidRequest(
+      first ? describeSchemaError(first, path) : `Invalid request parameters: ${path} is invalid`,
+    );
+  }
+  checkHeaders(config.headers, `${path}.headers`);
+  const problem = type.validate?.(config)[0];
+  if (problem) throw refuse(`${path}.${problem.field}`, problem.message);
+  checkUrls(type, config, http, path);
+}
+
+/** Canonical JSON (keys sorted at every level), to tell whether a PATCH changed the config. */
+export function sameConfig(left: DestinationConfig, right: DestinationConfig): boolean {
+  const canonical = (value: unknown): unknown => {
+    if (Array.isArray(value)) return value.map(canonical);
+    if (!isPlainObject(value)) return value;
+    return Object.fromEntries(
+      Object.keys(value)
+        .sort()
+        .map((key) => [key, canonical(value[key])]),
+    );
+  };
+  return JSON.stringify(canonical(left)) === JSON.stringify(canonical(right));
+}
