@@ -43,6 +43,8 @@ export function isPrivateAddress(address: string): boolean {
   if (parsed.kind() === 'ipv6') {
     const v6 = parsed as ipaddr.IPv6;
     if (v6.isIPv4MappedAddress()) parsed = v6.toIPv4Address();
+    // IPv4-compatible (::a.b.c.d, deprecated) and the rest of ::/96 embed an IPv4 address too.
+    else if (v6.parts.slice(0, 6).every((part) => part === 0)) return true;
   }
   return parsed.range() !== 'unicast';
 }
@@ -102,7 +104,11 @@ export function createExporterHttp(options: { allowPrivateNetworks: boolean }): 
     }
     if (parsed.protocol !== 'https:' && parsed.protocol !== 'http:') return 'must be an http or https URL';
     if (parsed.username || parsed.password) return 'must not carry credentials in the URL';
-    const host = parsed.hostname.replace(/^\[|\]$/g, '');
+    // `localhost.` is `localhost`: a fully qualified name's trailing dot changes nothing.
+    const host = parsed.hostname
+      .replace(/^\[|\]$/g, '')
+      .replace(/\.+$/, '')
+      .toLowerCase();
     if (!allowPrivateNetworks) {
       if (isIP(host) !== 0 && isPrivateAddress(host)) return 'points to a non-public address';
       if (host === 'localhost' || host.endsWith('.localhost')) return 'points to a non-public address';
@@ -151,8 +157,10 @@ async function readBounded(body: Dispatcher.ResponseData['body']): Promise<strin
   let size = 0;
   for await (const chunk of body) {
     const buffer = chunk as Buffer;
-    if (size < MAX_RESPONSE_BYTES) chunks.push(buffer.subarray(0, MAX_RESPONSE_BYTES - size));
+    chunks.push(buffer.subarray(0, MAX_RESPONSE_BYTES - size));
     size += buffer.length;
+    // Enough to report: leaving the loop destroys the body instead of reading the rest.
+    if (size >= MAX_RESPONSE_BYTES) break;
   }
   return Buffer.concat(chunks).toString('utf8');
 }

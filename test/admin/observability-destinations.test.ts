@@ -468,7 +468,16 @@ describe('observability destinations over HTTP', () => {
       const moved = await call('PATCH', `${DESTINATIONS}/${created.body.data.id}`, {
         body: { config: { url: `${down.url}/hook` }, enabled: false },
       });
-      assert.match(expectError(moved, 400), /body\.config.*503/);
+      // The stored secret header does not follow the destination to a new address unless given again.
+      assert.match(expectError(moved, 400), /body\.config\.headers\.X-Hook-Secret must be given again/);
+      assert.equal(down.requests.length, 0, 'nothing was sent to the new address');
+      const movedWithSecret = await call('PATCH', `${DESTINATIONS}/${created.body.data.id}`, {
+        body: {
+          config: { url: `${down.url}/hook`, headers: { 'X-Hook-Secret': 'hook-secret-value-42' } },
+          enabled: false,
+        },
+      });
+      assert.match(expectError(movedWithSecret, 400), /body\.config.*503/);
       assert.equal(down.requests[0]?.headers['x-test-connection'], 'true');
       const unchanged = await destinationRow(gateway, created.body.data.id);
       assert.equal(JSON.parse(unchanged.config).url, webhook.url, 'a refused PATCH changes nothing');

@@ -12,14 +12,15 @@ export const DESTINATIONS = '/api/v1/observability/destinations';
 
 /**
  * A gateway whose destinations may point at 127.0.0.1 (the fake receivers), without the per-key
- * rate limit (a fixed clock would put every request of a suite in one window).
+ * rate limit (a fixed clock would put every request of a suite in one window), and without the
+ * delivery worker: these tests write outbox rows themselves and read them back as written.
  */
 export function startObservabilityGateway(
   options: { clock?: Clock; allowPrivateNetworks?: boolean } = {},
 ): Promise<TestApp> {
   return startTestApp({
     config: {
-      broadcast: { allow_private_networks: options.allowPrivateNetworks ?? true },
+      broadcast: { allow_private_networks: options.allowPrivateNetworks ?? true, worker_enabled: false },
       limits: { rate_limit: { requests: 0, window_seconds: 60 } },
     },
     ...(options.clock ? { clock: options.clock } : {}),

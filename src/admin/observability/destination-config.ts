@@ -180,8 +180,17 @@ export function mergeConfig(
   patch: DestinationConfig,
 ): DestinationConfig {
   const merged: DestinationConfig = { ...current };
+  const known = configFields(type);
   for (const [field, value] of Object.entries(patch)) {
+    // Refused even when null: removing a field the type does not have is a typo, not a no-op.
+    if (!known.has(field)) throw refuse(`body.config.${field}`, 'is not a known field');
     if (field === 'headers') {
+      if (isPlainObject(value)) {
+        for (const name of Object.keys(value)) {
+          if (!HEADER_NAME.test(name))
+            throw refuse(`body.config.headers.${name}`, 'is not a valid HTTP header name');
+        }
+      }
       const headers = mergeHeaders(current.headers, value);
       if (headers === undefined) delete merged.headers;
       else merged.headers = headers;
@@ -199,6 +208,96 @@ export function mergeConfig(
     else merged[field] = value;
   }
   return applyDefaults(type, merged);
+}
+
+/** The config fields a type's schema names. */
+function configFields(type: AnyDestinationType): Set<string> {
+  const properties = (type.configSchema as { properties?: Record<string, unknown> }).properties ?? {};
+  return new Set(Object.keys(properties));
+}
+
+/**
+ * The secrets a PATCH keeps from the stored config without the client giving them again: secret
+ * fields and header values it did not send, or sent back masked.
+ */
+export function keptSecrets(
+  type: AnyDestinationType,
+  current: DestinationConfig,
+  patch: DestinationConfig,
+): string[] {
+  const kept: string[] = [];
+  const given = (value: unknown, stored: string) =>
+    typeof value === 'string' && value !== maskSecretValue(stored);
+  for (const field of type.secretFields) {
+    const stored = current[field];
+    if (typeof stored === 'string' && stored.length > 0 && !given(patch[field], stored)) kept.push(field);
+  }
+  const headers = isPlainObject(current.headers) ? current.headers : {};
+  const patchHeaders = isPlainObject(patch.headers) ? patch.headers : {};
+  if (patch.headers !== null) {
+    for (const [name, stored] of Object.entries(headers)) {
+      if (typeof stored !== 'string') continue;
+      const sent = Object.entries(patchHeaders).find(
+        ([candidate]) => candidate.toLowerCase() === name.toLowerCase(),
+      );
+      if (sent && sent[1] === null) continue;
+      if (!sent || !given(sent[1], stored)) kept.push(`headers.${name}`);
+    }
+  }
+  return kept;
+}
+
+/** The origins (scheme, host, port) a config sends to, sorted: a change of address compares these. */
+export function originsOf(type: AnyDestinationType, config: DestinationConfig, override?: string): string[] {
+  const origins = new Set<string>();
+  for (const url of type.urls(config)) {
+    try {
+      origins.add(new URL(url).origin);
+    } catch {
+      origins.add(url);
+    }
+  }
+  if (override) origins.add(override);
+  return [...origins].sort();
+}
+
+/** Every string of a config (nested objects included), with where it sits. */
+function* configStrings(value: unknown, path: string): Generator<[string, string]> {
+  if (typeof value === 'string') yield [path, value];
+  else if (Array.isArray(value))
+    for (const [index, entry] of value.entries()) yield* configStrings(entry, `${path}.${index}`);
+  else if (isPlainObject(value))
+    for (const [key, entry] of Object.entries(value)) yield* configStrings(entry, `${path}.${key}`);
+}
+
+/** Longest string a config field holds (keys, hosts, names, paths: nothing legitimate comes near). */
+export const MAX_CONFIG_STRING = 4096;
+// biome-ignore lint/suspicious/noControlCharactersInRegex: control characters are what this refuses
+const CONTROL_CHARACTER = /[\u0000-\u001f\u007f]/;
+const UNPAIRED_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+
+/**
+ * Rules for every string of a config: bounded length, no control characters (a line break in a
+ * value that becomes a header would make every delivery fail), no unpaired surrogates; secret
+ * fields travel in headers, so they must also be what a header value may hold.
+ */
+function checkStrings(type: AnyDestinationType, config: DestinationConfig, path: string): void {
+  for (const [where, value] of configStrings(config, path)) {
+    if (value.length > MAX_CONFIG_STRING)
+      throw refuse(where, `must NOT have more than ${MAX_CONFIG_STRING} characters`);
+    if (CONTROL_CHARACTER.test(value))
+      throw refuse(where, 'must not contain control characters (line breaks, NUL, …)');
+    if (UNPAIRED_SURROGATE.test(value)) throw refuse(where, 'must not contain unpaired surrogates');
+  }
+  for (const field of type.secretFields) {
+    const value = config[field];
+    if (typeof value === 'string' && !HEADER_VALUE.test(value)) {
+      throw refuse(
+        `${path}.${field}`,
+        'must hold only printable Latin-1 characters (it is sent in an HTTP header)',
+      );
+    }
+  }
 }
 
 function checkHeaders(headers: unknown, path: string): void {
@@ -275,6 +374,7 @@ export function checkConfig(options: {
   path: string;
 }): void {
   const { type, config, http, path } = options;
+  checkStrings(type, config, path);
   const validate = validatorOf(type.configSchema);
   if (!validate(config)) {
     const first = validate.errors?.[0];
@@ -300,4 +400,37 @@ export function sameConfig(left: DestinationConfig, right: DestinationConfig): b
     );
   };
   return JSON.stringify(canonical(left)) === JSON.stringify(canonical(right));
+}
+
+/**
+ * A receiver's answer as shown to the client, with the destination's secrets taken out (as given
+ * and base64-encoded, alone and as `a:b` pairs as Basic auth sends them): a receiver that echoes
+ * request headers in its error body must not turn the connection test into a way to read them.
+ */
+export function scrubSecrets(message: string, type: AnyDestinationType, config: DestinationConfig): string {
+  const secrets: string[] = [];
+  for (const field of type.secretFields) {
+    const value = config[field];
+    if (typeof value === 'string' && value.length >= 4) secrets.push(value);
+  }
+  if (isPlainObject(config.headers)) {
+    for (const value of Object.values(config.headers))
+      if (typeof value === 'string' && value.length >= 4) secrets.push(value);
+  }
+  const plain = Object.values(config).filter((value): value is string => typeof value === 'string');
+  const forms = new Set<string>();
+  for (const secret of secrets) {
+    forms.add(secret);
+    forms.add(Buffer.from(secret).toString('base64'));
+    for (const other of plain) {
+      forms.add(Buffer.from(`${other}:${secret}`).toString('base64'));
+      forms.add(Buffer.from(`${secret}:${other}`).toString('base64'));
+    }
+  }
+  let scrubbed = message;
+  for (const form of [...forms].sort((left, right) => right.length - left.length)) {
+    // Base64 of a pair may be cut mid-way in a receiver's text; the whole form is what can be matched.
+    scrubbed = scrubbed.replaceAll(form, '[secret]');
+  }
+  return scrubbed;
 }

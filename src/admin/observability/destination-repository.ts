@@ -113,14 +113,22 @@ export function createDestinationRepository(storage: Storage) {
     },
 
     /** Marks a live destination deleted; false when it was missing or already deleted. */
+    /**
+     * Marks the destination deleted and removes its outbox rows (pending events and dead letters,
+     * which nobody can list or retry any more) in one transaction.
+     */
     async softDelete(id: string, at: string): Promise<boolean> {
-      const result = await db
-        .updateTable('observability_destinations')
-        .set({ deleted_at: at, updated_at: at })
-        .where('id', '=', id)
-        .where('deleted_at', 'is', null)
-        .executeTakeFirst();
-      return Number(result.numUpdatedRows) > 0;
+      return db.transaction().execute(async (trx) => {
+        const result = await trx
+          .updateTable('observability_destinations')
+          .set({ deleted_at: at, updated_at: at })
+          .where('id', '=', id)
+          .where('deleted_at', 'is', null)
+          .executeTakeFirst();
+        if (Number(result.numUpdatedRows) === 0) return false;
+        await trx.deleteFrom('broadcast_outbox').where('destination_id', '=', id).execute();
+        return true;
+      });
     },
 
     /** A page of one destination's outbox rows of one status, newest first. */

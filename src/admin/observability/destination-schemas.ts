@@ -25,7 +25,7 @@ const freeObject = (description: string) =>
 const editableFields = {
   name: storableText({
     minLength: 1,
-    maxLength: 1024,
+    maxLength: 255,
     description: '1 to 255 characters once leading and trailing whitespace is trimmed',
   }),
   config: freeObject("The type's settings; secret fields and header values are returned masked"),

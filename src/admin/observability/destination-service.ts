@@ -15,10 +15,13 @@ import {
   applyDefaults,
   checkConfig,
   type DestinationConfig,
+  keptSecrets,
   maskConfig,
   mergeConfig,
   openDestinationConfig,
+  originsOf,
   sameConfig,
+  scrubSecrets,
   sealConfig,
 } from './destination-config.js';
 import {
@@ -160,7 +163,7 @@ export function createDestinationService(options: {
       return null;
     } catch (error) {
       // Anything else is a fault of the exporter, not an answer of the receiver: a 500.
-      if (error instanceof DeliveryError) return error.message;
+      if (error instanceof DeliveryError) return scrubSecrets(error.message, type, config);
       throw error;
     }
   }
@@ -282,6 +285,17 @@ export function createDestinationService(options: {
         const merged = mergeConfig(type, config, input.config);
         if (!sameConfig(merged, config)) {
           checkConfig({ type, config: merged, http, path: 'body.config' });
+          // Stored secrets never follow a destination to a new address unless given again: a key that
+          // may edit the destination must not be able to send its credentials somewhere it reads.
+          const override = options.originOverrides?.[type.type];
+          if (originsOf(type, merged, override).join(' ') !== originsOf(type, config, override).join(' ')) {
+            const kept = keptSecrets(type, config, input.config);
+            if (kept.length > 0) {
+              throw invalidRequest(
+                `Invalid request parameters: body.config.${kept[0]} must be given again when the destination's address changes (stored secrets are not sent to a new address)`,
+              );
+            }
+          }
           await testBeforeSaving(type, merged);
           Object.assign(columns, sealConfig(type, merged, secretBox));
           guard = { config: current.config, secrets_ciphertext: current.secrets_ciphertext };

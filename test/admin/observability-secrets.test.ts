@@ -1,0 +1,172 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { startReceiver } from '../helpers/broadcast-fixtures.js';
+import type { TestApp } from '../helpers/test-app.js';
+import {
+  createDestination,
+  DESTINATIONS,
+  destinationRow,
+  langfuseConfig,
+  startObservabilityGateway,
+} from './observability-helpers.js';
+
+const expectError = (response: { status: number; body: any; text: string }, status: number): string => {
+  assert.equal(response.status, status, response.text);
+  return response.body.error.message;
+};
+
+/**
+ * Stored secrets stay with the address they were given for: a key that may edit a destination cannot
+ * point it at a receiver of its own and have the gateway send the credentials there, nor read them
+ * back from a receiver's echoed error. Config strings cannot hold what would break every delivery.
+ */
+describe('observability destination secrets and config strings', () => {
+  let gateway: TestApp;
+  before(async () => {
+    gateway = await startObservabilityGateway();
+  });
+  after(async () => {
+    await gateway.close();
+  });
+
+  it('refuses to move a destination to another address unless its secrets are given again', async () => {
+    const config = { ...langfuseConfig(), baseUrl: 'https://us.cloud.langfuse.com' };
+    const created = await createDestination(gateway, { type: 'langfuse', name: 'lf', config });
+    const thief = await startReceiver(() => ({ status: 200, body: { data: [] } }));
+    try {
+      const moved = await gateway.request('PATCH', `${DESTINATIONS}/${created.id}`, {
+        body: { config: { baseUrl: thief.url } },
+      });
+      assert.match(
+        expectError(moved, 400),
+        /body\.config\.publicKey must be given again when the destination's address changes/,
+      );
+      // Sending the masked values back is not giving them again.
+      const maskedBack = await gateway.request('PATCH', `${DESTINATIONS}/${created.id}`, {
+        body: { config: { ...created.config, baseUrl: thief.url } },
+      });
+      expectError(maskedBack, 400);
+      const row = await destinationRow(gateway, created.id);
+      assert.equal(JSON.parse(row.config).baseUrl, 'https://us.cloud.langfuse.com', 'nothing changed');
+      const tested = await gateway.request('POST', `${DESTINATIONS}/${created.id}/test`);
+      assert.equal(tested.status, 200);
+      assert.equal(thief.requests.length, 0, 'no credential reached the new address');
+      // With both keys given again, the move is accepted.
+      const fresh = langfuseConfig();
+      const accepted = await gateway.request('PATCH', `${DESTINATIONS}/${created.id}`, {
+        body: { config: { ...fresh, baseUrl: thief.url } },
+      });
+      assert.equal(accepted.status, 200, accepted.text);
+      // Changing a field other than the address keeps the secrets, as spec 4.5 rule 4 says.
+      const renamed = await gateway.request('PATCH', `${DESTINATIONS}/${created.id}`, {
+        body: { name: 'lf 2' },
+      });
+      assert.equal(renamed.status, 200, renamed.text);
+    } finally {
+      await thief.close();
+    }
+  });
+
+  it('takes the secrets out of a receiver answer shown by the connection test', async () => {
+    const echo = await startReceiver((request) => ({
+      status: 401,
+      body: { error: `bad key ${request.headers.authorization} ${request.headers['x-extra']}` },
+    }));
+    try {
+      const config = {
+        ...langfuseConfig(),
+        baseUrl: echo.url,
+        headers: { 'X-Extra': 'extra-secret-header-value' },
+      };
+      const created = await createDestination(gateway, { type: 'langfuse', name: 'echoed', config });
+      const tested = await gateway.request('POST', `${DESTINATIONS}/${created.id}/test`);
+      assert.equal(tested.status, 200, tested.text);
+      assert.equal(tested.body.data.ok, false);
+      const basic = Buffer.from(`${config.publicKey}:${config.secretKey}`).toString('base64');
+      assert.ok(!tested.text.includes(basic), tested.text);
+      assert.ok(!tested.text.includes(config.secretKey));
+      assert.ok(!tested.text.includes('extra-secret-header-value'));
+      assert.match(tested.body.data.error, /\[secret\]/);
+    } finally {
+      await echo.close();
+    }
+  });
+
+  it('refuses control characters, unpaired surrogates and oversized strings anywhere in a config', async () => {
+    const cases: Array<[string, Record<string, unknown>, RegExp]> = [
+      [
+        'CRLF in a secret',
+        { type: 'datadog', config: { apiKey: 'abc\r\nX-Injected: 1', mlApp: 'app' } },
+        /body\.config\.apiKey must not contain control characters/,
+      ],
+      [
+        'NUL in a name',
+        { type: 'opik', config: { apiKey: 'k'.repeat(20), workspace: 'w', projectName: 'a\u0000b' } },
+        /body\.config\.projectName must not contain control characters/,
+      ],
+      [
+        'unpaired surrogate',
+        { type: 'langsmith', config: { apiKey: 'k'.repeat(20), project: 'a\ud800b' } },
+        /body\.config\.project must not contain unpaired surrogates/,
+      ],
+      [
+        '1 MB value',
+        { type: 'langfuse', config: { publicKey: 'pk', secretKey: 's'.repeat(1_000_000) } },
+        /body\.config\.secretKey must NOT have more than 4096 characters/,
+      ],
+      [
+        'non-Latin-1 secret',
+        { type: 'datadog', config: { apiKey: 'ключ-ключ-ключ', mlApp: 'app' } },
+        /body\.config\.apiKey must hold only printable Latin-1/,
+      ],
+    ];
+    for (const [what, body, pattern] of cases) {
+      const response = await gateway.request('POST', DESTINATIONS, { body: { name: what, ...body } });
+      assert.match(expectError(response, 400), pattern, what);
+    }
+  });
+
+  it('refuses unknown config fields in a PATCH even when they are null', async () => {
+    const created = await createDestination(gateway, {
+      type: 'langfuse',
+      name: 'nulls',
+      config: langfuseConfig(),
+    });
+    const unknown = await gateway.request('PATCH', `${DESTINATIONS}/${created.id}`, {
+      body: { config: { bogus: null } },
+    });
+    assert.match(expectError(unknown, 400), /body\.config\.bogus is not a known field/);
+    const badHeader = await gateway.request('PATCH', `${DESTINATIONS}/${created.id}`, {
+      body: { config: { headers: { 'Bad Name': null } } },
+    });
+    assert.match(
+      expectError(badHeader, 400),
+      /body\.config\.headers\.Bad Name is not a valid HTTP header name/,
+    );
+    const row = await destinationRow(gateway, created.id);
+    assert.equal(row.updated_at, row.created_at, 'refused PATCHes change nothing');
+  });
+});
+
+describe('private addresses with allow_private_networks off', () => {
+  let gateway: TestApp;
+  before(async () => {
+    gateway = await startObservabilityGateway({ allowPrivateNetworks: false });
+  });
+  after(async () => {
+    await gateway.close();
+  });
+
+  it('refuses trailing-dot localhost names and IPv4-compatible IPv6 literals', async () => {
+    for (const url of [
+      'http://localhost./v1/traces',
+      'http://foo.localhost./v1/traces',
+      'http://[::127.0.0.1]/v1/traces',
+    ]) {
+      const response = await gateway.request('POST', DESTINATIONS, {
+        body: { type: 'otel-collector', name: 'private', config: { endpoint: url } },
+      });
+      assert.match(expectError(response, 400), /body\.config\.endpoint .*non-public address/, url);
+    }
+  });
+});
