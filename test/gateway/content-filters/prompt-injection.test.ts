@@ -93,7 +93,9 @@ describe('builtin patterns run in linear time', () => {
   for (const [name, pattern] of patterns) {
     it(`recheck finds no super-linear backtracking in ${name}`, () => {
       // a generous timeout: under a loaded test run the default 10 s could end in 'unknown'
-      const diagnostics = checkSync(pattern.source, pattern.flags, { timeout: 60_000 });
+      // A fixed seed: the fuzzer is random, and a run that stumbles on a false positive (one did, for
+      // the address pattern, not reproducible and linear in timing probes) must not fail CI at random.
+      const diagnostics = checkSync(pattern.source, pattern.flags, { timeout: 60_000, randomSeed: 1 });
       const summary =
         diagnostics.status === 'unknown' ? JSON.stringify(diagnostics.error) : diagnostics.complexity.summary;
       assert.equal(diagnostics.status, 'safe', `${name}: ${summary}`);
