@@ -4,8 +4,11 @@
 // so a proxy's figures are its own and not those of the load it is given. CPU time per request comes
 // from /proc/<pid>/stat, peak memory from VmHWM in /proc/<pid>/status.
 //
-// Usage: npm run bench:inference [-- --duration 10 --only stream]
+// Usage: npm run bench:inference [-- --duration 10 --only stream --broadcast otel-collector,langfuse,datadog]
 // --only matches a scenario's title or key (chat, stream, responses, single, slow).
+// --broadcast enables observability broadcast on the gateway with one destination of each listed type
+// (webhook, otel-collector, langfuse, datadog), each sending to a local receiver on the load CPU; the
+// deliveries are counted after the run (bench/broadcast-receivers.ts).
 // Linux only; needs taskset (util-linux) and two CPUs. The gateway runs from dist/ (the npm script
 // builds it first); when its inference routes are missing, its column reads "not available".
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
@@ -19,9 +22,14 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { Agent, request } from 'undici';
+import { enableBroadcast, reportBroadcast, startBroadcastReceivers } from './broadcast-receivers.js';
 
 const { values } = parseArgs({
-  options: { duration: { type: 'string', default: '10' }, only: { type: 'string' } },
+  options: {
+    duration: { type: 'string', default: '10' },
+    only: { type: 'string' },
+    broadcast: { type: 'string' },
+  },
 });
 const duration = Number(values.duration);
 if (!(duration > 0))
@@ -288,6 +296,10 @@ async function startGateway(cpu: number, upstreamOrigin: string, directory: stri
     if (!created.ok)
       return { ...target, unavailable: `key creation ${describeFailure(created.status, text)}` };
     const { key } = JSON.parse(text) as { key: string };
+    if (broadcastTypes.length > 0) {
+      const problem = await enableBroadcast(origin, managementKey, broadcastTypes, receivers);
+      if (problem) return { ...target, unavailable: `broadcast setup ${problem}` };
+    }
     return {
       ...target,
       origin,
@@ -424,6 +436,8 @@ const selected = scenarios.filter(
 );
 if (selected.length === 0) fail(`--only ${values.only} matches no scenario`);
 
+const broadcastTypes = (values.broadcast ?? '').split(',').filter(Boolean);
+const receivers = await startBroadcastReceivers(broadcastTypes);
 const directory = mkdtempSync(join(tmpdir(), 'switchyard-bench-inference-'));
 const results = new Map<string, Map<TargetName, Outcome>>();
 const firstBytes = new Map<TargetName, FirstByte>();
@@ -588,7 +602,11 @@ try {
     if (peak !== undefined) peakRss.set(target.name, peak);
   }
   printChecks(peakRss);
+  if (broadcastTypes.length > 0 && gatewayTarget.unavailable === null) {
+    await reportBroadcast(gatewayTarget.origin, receivers);
+  }
 } finally {
+  await receivers.close();
   await stopAll();
   rmSync(directory, { recursive: true, force: true });
 }

@@ -12,11 +12,14 @@ import { createKeyCache } from './admin/keys/key-cache.js';
 import { createKeyRepository } from './admin/keys/key-repository.js';
 import { keyRoutes } from './admin/keys/key-routes.js';
 import { createKeyService } from './admin/keys/key-service.js';
+import { observabilityRoutes } from './admin/observability/destination-routes.js';
+import { createDestinationService } from './admin/observability/destination-service.js';
 import { createWorkspaceRepository } from './admin/workspaces/workspace-repository.js';
 import { workspaceRoutes } from './admin/workspaces/workspace-routes.js';
 import { createWorkspaceServices } from './admin/workspaces/workspace-services.js';
 import { createCreditLedger } from './billing/credit-ledger.js';
 import { createGenerationLog, type GenerationLog, type GenerationLogger } from './billing/generation-log.js';
+import { createExporterHttp } from './broadcast/exporter-http.js';
 import { buildCatalog } from './catalog/catalog.js';
 import { catalogRoutes } from './catalog/catalog-routes.js';
 import type { Config } from './config/config-schema.js';
@@ -45,6 +48,7 @@ import { throttled } from './platform/throttled.js';
 import { installValidators } from './platform/validation.js';
 import { openStorage, type Storage } from './storage/database.js';
 import { initializeStorage } from './storage/initialize.js';
+import { createBroadcastWorker } from './workers/broadcast-worker.js';
 
 export const API_PREFIX = '/api/v1';
 
@@ -102,14 +106,17 @@ export async function buildServices(
     clock,
   });
   const credits = createCreditLedger(storage);
+  /** Told when a group commit stored broadcast events; the server points it at its delivery worker. */
+  const outboxWritten: { listener: (() => void) | null } = { listener: null };
   const generations = createGenerationLog({
     storage,
     logger: options.logger ?? pino({ level: config.log_level }),
     clock,
+    onOutboxWritten: () => outboxWritten.listener?.(),
   });
   const workspaces = createWorkspaceServices({ storage, cache, bus, clock });
   if (config.bootstrap_key) await keys.ensureBootstrapKey(config.bootstrap_key);
-  return { workspaces, storage, keys, credits, generations, bus, cache, clock, secretBox };
+  return { workspaces, storage, keys, credits, generations, bus, cache, clock, secretBox, outboxWritten };
 }
 
 /**
@@ -194,6 +201,23 @@ export async function buildApp(options: BuildOptions): Promise<{ app: FastifyIns
   const metrics = installMetrics(app);
 
   const countContentFilter = createContentFilterMetrics(metrics);
+  /** The HTTP client of destination checks and deliveries (SSRF rules, timeouts). */
+  const exporterHttp = createExporterHttp({ allowPrivateNetworks: config.broadcast.allow_private_networks });
+  const broadcastWorker = config.broadcast.worker_enabled
+    ? createBroadcastWorker({
+        storage: services.storage,
+        secretBox: services.secretBox,
+        http: exporterHttp,
+        settings: config.broadcast,
+        clock,
+        logger,
+        registry: metrics,
+      })
+    : null;
+  if (broadcastWorker) {
+    services.outboxWritten.listener = () => broadcastWorker.wake();
+    app.addHook('onReady', async () => broadcastWorker.start());
+  }
   const policies = createPolicyCache({
     repository: createPolicyRepository(services.storage),
     bus: services.bus,
@@ -309,6 +333,16 @@ export async function buildApp(options: BuildOptions): Promise<{ app: FastifyIns
       await api.register(workspaceRoutes(services.workspaces));
       // Built here, not in buildServices: its rules read the catalogue, which only the server builds.
       await api.register(byokRoutes(createByokService({ ...services, catalog, clock })));
+      await api.register(
+        observabilityRoutes(
+          createDestinationService({
+            ...services,
+            clock,
+            http: exporterHttp,
+            originOverrides: config.broadcast.origin_overrides,
+          }),
+        ),
+      );
       await api.register(generationRoutes(services.generations));
       await api.register(
         catalogRoutes({ catalog, clock, publicUrl: () => publicUrl(app, config), health: inference.health }),
@@ -323,6 +357,10 @@ export async function buildApp(options: BuildOptions): Promise<{ app: FastifyIns
     // In-flight requests have finished (onClose runs after the server drained): their records are
     // queued, and this writes them while the database is still open.
     await services.generations.close();
+    // After the log's last write, so events of the last generations are stored; in-flight sends are
+    // aborted and their events handed back for the next start (or another instance).
+    await broadcastWorker?.stop();
+    await exporterHttp.close();
     await services.bus.close();
     await services.storage.close();
     if (redis) {

@@ -1,5 +1,6 @@
 import { type Clock, systemClock } from '../platform/clock.js';
 import type { Storage } from '../storage/database.js';
+import type { BroadcastOutboxTable } from '../storage/database-schema.js';
 import { createGenerationRepository, type GenerationRecordRow } from './generation-repository.js';
 
 export type { GenerationRecordRow };
@@ -92,9 +93,22 @@ export interface GenerationLogger {
   error(details: Record<string, unknown>, message: string): void;
 }
 
+/**
+ * Builds a generation's broadcast outbox rows. Called by the writer just before the record's group
+ * commit, not on the request path, so the event's serialization costs the request nothing.
+ */
+export interface OutboxRowsBuilder {
+  build(): BroadcastOutboxTable[];
+  /** Roughly how many bytes the builder keeps alive until it runs (the request's text). */
+  weight: number;
+}
+
 export interface GenerationLog {
-  /** Enqueues a record; never touches the database, never throws. */
-  record(input: GenerationRecordInput): void;
+  /**
+   * Enqueues a record (and the builder of its broadcast events, stored in the same transaction);
+   * never touches the database, never throws.
+   */
+  record(input: GenerationRecordInput, outbox?: OutboxRowsBuilder): void;
   /** A record by id: the unwritten queue first, then the database. */
   find(id: string): Promise<GenerationRecordRow | null>;
   /** Writes everything queued now; rejects (records kept queued) when the database refuses. */
@@ -104,6 +118,14 @@ export interface GenerationLog {
   /** Records not yet written, including a batch being written. */
   pending(): number;
 }
+
+/** Building broadcast events yields to the event loop after this long. */
+const BUILD_SLICE_MS = 4;
+/**
+ * What unbuilt broadcast events may keep alive (request texts) while the database is away; beyond
+ * it new generations are recorded without their events, so the queue stays bounded in bytes.
+ */
+export const MAX_QUEUED_BROADCAST_BYTES = 128 * 1024 * 1024;
 
 /** A batch is written once this many records wait… */
 const FLUSH_AT_RECORDS = 100;
@@ -124,6 +146,8 @@ const MAX_JSON_CHARS = 65_536;
 
 interface Queued {
   row: GenerationRecordRow;
+  /** The builder until the first write attempt, then its rows (kept, so a retried batch keeps ids). */
+  outbox: OutboxRowsBuilder | BroadcastOutboxTable[] | null;
   /** performance.now() when recorded. */
   queuedAt: number;
 }
@@ -141,6 +165,8 @@ export function createGenerationLog(options: {
   clock?: Clock;
   /** How long `close()` keeps retrying a failing database before giving the records up. */
   closeTimeoutMs?: number;
+  /** Runs after a batch that stored broadcast events committed (the delivery worker wakes up). */
+  onOutboxWritten?: (events: number) => void;
 }): GenerationLog {
   const { logger } = options;
   const clock = options.clock ?? systemClock;
@@ -157,6 +183,9 @@ export function createGenerationLog(options: {
   let retryMs = 0;
   let lastError: unknown = null;
   let dropped = 0;
+  /** Bytes kept alive by unbuilt broadcast builders, and how many were refused for the bound. */
+  let outboxWeight = 0;
+  let droppedBroadcasts = 0;
   let closed = false;
   let closing: Promise<void> | null = null;
 
@@ -169,11 +198,21 @@ export function createGenerationLog(options: {
   function dropOldest(): void {
     const excess = pending() - MAX_QUEUED_GENERATIONS;
     if (excess <= 0) return;
-    for (const item of queue.splice(0, excess)) forget(item.row);
+    for (const item of queue.splice(0, excess)) {
+      forget(item.row);
+      if (item.outbox !== null && !Array.isArray(item.outbox)) outboxWeight -= item.outbox.weight;
+    }
     dropped += excess;
   }
 
   function reportDrops(): void {
+    if (droppedBroadcasts > 0) {
+      logger.error(
+        { dropped: droppedBroadcasts, limit_bytes: MAX_QUEUED_BROADCAST_BYTES },
+        'generation log holds too many unwritten broadcast events: later generations were recorded without them',
+      );
+      droppedBroadcasts = 0;
+    }
     if (dropped === 0) return;
     logger.error(
       { dropped, limit: MAX_QUEUED_GENERATIONS },
@@ -218,17 +257,23 @@ export function createGenerationLog(options: {
     const batch = queue.splice(0, MAX_BATCH);
     inFlight = batch;
     reportDrops();
-    writing = repository
-      .writeBatch(
-        batch.map((item) => item.row),
-        clock.now(),
-      )
+    let outbox: BroadcastOutboxTable[] = [];
+    writing = outboxRowsOf(batch)
+      .then((rows) => {
+        outbox = rows;
+        return repository.writeBatch(
+          batch.map((item) => item.row),
+          clock.now(),
+          rows,
+        );
+      })
       .then(
         () => {
           inFlight = [];
           for (const item of batch) forget(item.row);
           retryMs = 0;
           lastError = null;
+          if (outbox.length > 0) options.onOutboxWritten?.(outbox.length);
         },
         (error: unknown) => {
           inFlight = [];
@@ -250,6 +295,35 @@ export function createGenerationLog(options: {
         else schedule();
       });
     return writing;
+  }
+
+  /**
+   * Materializes each record's broadcast rows once; a builder that throws loses its events, not the
+   * record. Serializing large events takes time, so the work yields to the event loop every few
+   * milliseconds rather than holding up requests for a whole batch.
+   */
+  async function outboxRowsOf(batch: Queued[]): Promise<BroadcastOutboxTable[]> {
+    const rows: BroadcastOutboxTable[] = [];
+    let sliceStart = performance.now();
+    for (const item of batch) {
+      if (item.outbox === null) continue;
+      if (!Array.isArray(item.outbox)) {
+        if (performance.now() - sliceStart > BUILD_SLICE_MS) {
+          await new Promise((resolve) => setImmediate(resolve));
+          sliceStart = performance.now();
+        }
+        const builder = item.outbox;
+        try {
+          item.outbox = builder.build();
+        } catch (error) {
+          logger.error({ err: error, id: item.row.id }, 'broadcast events could not be built; not sent');
+          item.outbox = [];
+        }
+        outboxWeight -= builder.weight;
+      }
+      for (const row of item.outbox) rows.push(row);
+    }
+    return rows;
   }
 
   async function drainForClose(): Promise<void> {
@@ -276,7 +350,7 @@ export function createGenerationLog(options: {
   }
 
   return {
-    record(input) {
+    record(input, outbox) {
       if (closed) {
         logger.error({ id: input.id }, 'generation recorded after the log closed; not written');
         return;
@@ -288,7 +362,14 @@ export function createGenerationLog(options: {
         logger.error({ err: error, id: input.id }, 'generation record is malformed; not written');
         return;
       }
-      queue.push({ row, queuedAt: performance.now() });
+      let events: OutboxRowsBuilder | null = outbox ?? null;
+      if (events && outboxWeight + events.weight > MAX_QUEUED_BROADCAST_BYTES) {
+        droppedBroadcasts += 1;
+        events = null;
+      } else if (events) {
+        outboxWeight += events.weight;
+      }
+      queue.push({ row, outbox: events, queuedAt: performance.now() });
       unwritten.set(row.id, row);
       dropOldest();
       schedule();

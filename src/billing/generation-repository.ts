@@ -3,13 +3,15 @@ import { CompiledQuery, type Kysely, sql } from 'kysely';
 import { addDailyUsage } from '../admin/keys/key-repository.js';
 import { newId } from '../platform/ids.js';
 import type { Storage } from '../storage/database.js';
-import type { Database, GenerationTable } from '../storage/database-schema.js';
+import type { BroadcastOutboxTable, Database, GenerationTable } from '../storage/database-schema.js';
 import { utcDay } from './usage-windows.js';
 
 export type GenerationRecordRow = GenerationTable;
 
 /** Rows per INSERT statement: 200 × 38 columns stays far below SQLite's and PostgreSQL's parameter limits. */
 const ROWS_PER_STATEMENT = 200;
+/** Outbox rows carry whole events (up to a few hundred KB each): fewer per statement. */
+const OUTBOX_ROWS_PER_STATEMENT = 50;
 
 interface DailySpend {
   keyHash: string;
@@ -31,13 +33,26 @@ export function createGenerationRepository(storage: Storage) {
      * again, so retrying a batch whose commit was in doubt (the connection died after COMMIT) is safe.
      * Returns how many rows were new.
      */
-    async writeBatch(rows: readonly GenerationRecordRow[], at: Date): Promise<number> {
+    async writeBatch(
+      rows: readonly GenerationRecordRow[],
+      at: Date,
+      outbox: readonly BroadcastOutboxTable[] = [],
+    ): Promise<number> {
       // SQLite: one synchronous transaction of prepared statements, unless the query builder has a
       // transaction open on the same connection (then its path waits for it).
-      if (direct && !storage.sqlite?.inTransaction) return direct(rows, at);
+      if (direct && !storage.sqlite?.inTransaction) return direct(rows, at, outbox);
       return db.transaction().execute(async (trx) => {
         const inserted = await insertNew(trx, storage.kind, rows);
         const billed = rows.filter((row) => inserted.has(row.id));
+        // Broadcast events travel with their generation: only a record written now adds its events.
+        const events = outbox.filter((event) => inserted.has(event.generation_id));
+        for (let start = 0; start < events.length; start += OUTBOX_ROWS_PER_STATEMENT) {
+          await trx
+            .insertInto('broadcast_outbox')
+            .values(events.slice(start, start + OUTBOX_ROWS_PER_STATEMENT))
+            .onConflict((conflict) => conflict.columns(['generation_id', 'destination_id']).doNothing())
+            .execute();
+        }
         await addDailySpend(trx, dailySpend(billed));
         for (const entry of memberSpend(billed)) {
           await trx
@@ -237,42 +252,59 @@ function createSqliteBatchWriter(raw: SqliteConnection) {
   const addLedger = raw.prepare(
     `insert into credit_ledger (id, kind, amount_nanos, note, created_at) values (?, 'usage', ?, ?, ?)`,
   );
-  const write = raw.transaction((rows: readonly GenerationRecordRow[], at: Date): number => {
-    const columns = Object.keys(rows[0] ?? {}) as Array<keyof GenerationRecordRow>;
-    const signature = columns.join(',');
-    let insert = insertStatements.get(signature);
-    if (!insert) {
-      insert = raw.prepare(
-        `insert into generations (${columns.map((column) => `"${column}"`).join(',')}) values (${columns.map(() => '?').join(',')}) on conflict (id) do nothing`,
-      );
-      insertStatements.set(signature, insert);
-    }
-    const billed: GenerationRecordRow[] = [];
-    for (const row of rows) {
-      if (insert.run(columns.map((column) => row[column])).changes === 1) billed.push(row);
-    }
-    for (const entry of dailySpend(billed)) {
-      addDaily.run(entry.keyHash, entry.day, entry.usageNanos, entry.byokNanos);
-    }
-    for (const entry of workspaceSpend(billed)) {
-      addWorkspaceDaily.run(entry.owner.workspaceId, entry.day, entry.usageNanos, entry.byokNanos);
-    }
-    for (const entry of memberSpend(billed)) {
-      addMemberDaily.run(
-        entry.owner.workspaceId,
-        entry.owner.userId,
-        entry.day,
-        entry.usageNanos,
-        entry.byokNanos,
-      );
-    }
-    const creditNanos = billed.reduce((sum, row) => (row.is_byok === 1 ? sum : sum + row.cost_nanos), 0);
-    if (creditNanos > 0) addLedger.run(newId(), creditNanos, ledgerNote(billed.length), at.toISOString());
-    return billed.length;
-  });
-  return async (rows: readonly GenerationRecordRow[], at: Date): Promise<number> => {
+  const addOutbox = raw.prepare(
+    `insert into broadcast_outbox (id, destination_id, workspace_id, generation_id, idempotency_key, payload,
+       status, attempts, next_attempt_at, lease_until, leased_by, last_error, last_status, created_at, dead_at)
+     values (@id, @destination_id, @workspace_id, @generation_id, @idempotency_key, @payload,
+       @status, @attempts, @next_attempt_at, @lease_until, @leased_by, @last_error, @last_status, @created_at, @dead_at)
+     on conflict (generation_id, destination_id) do nothing`,
+  );
+  const write = raw.transaction(
+    (rows: readonly GenerationRecordRow[], at: Date, outbox: readonly BroadcastOutboxTable[]): number => {
+      const columns = Object.keys(rows[0] ?? {}) as Array<keyof GenerationRecordRow>;
+      const signature = columns.join(',');
+      let insert = insertStatements.get(signature);
+      if (!insert) {
+        insert = raw.prepare(
+          `insert into generations (${columns.map((column) => `"${column}"`).join(',')}) values (${columns.map(() => '?').join(',')}) on conflict (id) do nothing`,
+        );
+        insertStatements.set(signature, insert);
+      }
+      const billed: GenerationRecordRow[] = [];
+      for (const row of rows) {
+        if (insert.run(columns.map((column) => row[column])).changes === 1) billed.push(row);
+      }
+      if (outbox.length > 0) {
+        const written = new Set(billed.map((row) => row.id));
+        for (const event of outbox) if (written.has(event.generation_id)) addOutbox.run(event);
+      }
+      for (const entry of dailySpend(billed)) {
+        addDaily.run(entry.keyHash, entry.day, entry.usageNanos, entry.byokNanos);
+      }
+      for (const entry of workspaceSpend(billed)) {
+        addWorkspaceDaily.run(entry.owner.workspaceId, entry.day, entry.usageNanos, entry.byokNanos);
+      }
+      for (const entry of memberSpend(billed)) {
+        addMemberDaily.run(
+          entry.owner.workspaceId,
+          entry.owner.userId,
+          entry.day,
+          entry.usageNanos,
+          entry.byokNanos,
+        );
+      }
+      const creditNanos = billed.reduce((sum, row) => (row.is_byok === 1 ? sum : sum + row.cost_nanos), 0);
+      if (creditNanos > 0) addLedger.run(newId(), creditNanos, ledgerNote(billed.length), at.toISOString());
+      return billed.length;
+    },
+  );
+  return async (
+    rows: readonly GenerationRecordRow[],
+    at: Date,
+    outbox: readonly BroadcastOutboxTable[] = [],
+  ): Promise<number> => {
     if (rows.length === 0) return 0;
-    const written = write(rows, at);
+    const written = write(rows, at, outbox);
     return written;
   };
 }

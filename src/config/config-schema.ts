@@ -144,9 +144,11 @@ export const ConfigSchema = Type.Object(
         base_backoff_ms: Type.Integer({ minimum: 1, maximum: 3_600_000 }),
         max_backoff_ms: Type.Integer({ minimum: 1, maximum: 86_400_000 }),
         /** How long a claimed event stays reserved for its worker; a crashed worker's events return after it. */
-        lease_ms: Type.Integer({ minimum: 1_000, maximum: 3_600_000 }),
+        lease_ms: Type.Integer({ minimum: 2_000, maximum: 3_600_000 }),
         /** Deliveries (one destination's batch each) running at once per instance. */
         concurrency: Type.Integer({ minimum: 1, maximum: 64 }),
+        /** How long dead letters are kept (listed, retryable) before they are deleted. */
+        dead_letter_retention_hours: Type.Integer({ minimum: 1, maximum: 87_600 }),
       },
       { additionalProperties: false },
     ),
@@ -198,6 +200,7 @@ export const defaultConfig: Static<typeof ConfigSchema> = {
     max_backoff_ms: 300_000,
     lease_ms: 60_000,
     concurrency: 4,
+    dead_letter_retention_hours: 168,
   },
   catalog: { snapshot_dir: null, hidden_providers: [], providers: [], models: [] },
 };

@@ -3,7 +3,7 @@ import type { Redis } from 'ioredis';
 import type { KeyCache } from '../admin/keys/key-cache.js';
 import { createCreditBalance } from '../billing/credit-balance.js';
 import type { CreditLedger } from '../billing/credit-ledger.js';
-import type { GenerationLog, GenerationRecordInput } from '../billing/generation-log.js';
+import type { GenerationLog, GenerationRecordInput, OutboxRowsBuilder } from '../billing/generation-log.js';
 import { createMemorySpendCounters, type SpendCounters } from '../billing/spend-counters.js';
 import { createRedisSpendCounters } from '../billing/spend-counters-redis.js';
 import type { Catalog } from '../catalog/catalog.js';
@@ -74,8 +74,8 @@ export async function createInference(options: {
     log: options.onGeneration
       ? {
           ...options.log,
-          record: (record: GenerationRecordInput) => {
-            options.log.record(record);
+          record: (record: GenerationRecordInput, outbox?: OutboxRowsBuilder) => {
+            options.log.record(record, outbox);
             options.onGeneration?.(record);
           },
         }

@@ -115,6 +115,9 @@ export function createWorkspaceRepository(storage: Storage) {
           .execute();
         await trx.deleteFrom('guardrails').where('workspace_id', '=', id).execute();
         await trx.deleteFrom('byok_credentials').where('workspace_id', '=', id).execute();
+        // Events not yet delivered go with their workspace, as its destinations do.
+        await trx.deleteFrom('broadcast_outbox').where('workspace_id', '=', id).execute();
+        await trx.deleteFrom('observability_destinations').where('workspace_id', '=', id).execute();
         await trx.deleteFrom('workspace_members').where('workspace_id', '=', id).execute();
         await trx.deleteFrom('workspace_budgets').where('workspace_id', '=', id).execute();
         await trx.deleteFrom('workspace_usage_daily').where('workspace_id', '=', id).execute();

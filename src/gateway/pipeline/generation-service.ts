@@ -5,8 +5,16 @@ import type {
   GenerationAttempt,
   GenerationLog,
   GenerationRecordInput,
+  OutboxRowsBuilder,
 } from '../../billing/generation-log.js';
 import type { Reservation, SpendCounters } from '../../billing/spend-counters.js';
+import {
+  buildBroadcastEvent,
+  type CollectedOutput,
+  createOutputCollector,
+  textOnly,
+} from '../../broadcast/build-event.js';
+import { outboxRowsFor } from '../../broadcast/outbox-events.js';
 import type { EndpointHealth } from '../../catalog/endpoint-health.js';
 import { providerBase } from '../../catalog/provider-base.js';
 import type { Config } from '../../config/config-schema.js';
@@ -561,9 +569,10 @@ export function createGenerationService(options: {
       firstTokenMs: number | null;
       generationMs: number;
     },
+    output: CollectedOutput | null = null,
   ) {
     const { parsed, principal } = context;
-    log.record({
+    const record: GenerationRecordInput = {
       id: prepared.id,
       created_at: new Date(prepared.createdAt * 1000).toISOString(),
       key_hash: principal.keyHash,
@@ -603,7 +612,8 @@ export function createGenerationService(options: {
       app_title: context.appTitle,
       attempts: storedAttempts(prepared.attempts),
       member_user_id: principal.key.row.creator_user_id,
-    });
+    };
+    log.record(record, broadcastRows(context, prepared, record, output));
     if (outcome.cost.totalNanos > 0) {
       const isByok = candidate?.byok != null;
       const amount = {
@@ -617,6 +627,45 @@ export function createGenerationService(options: {
         amount,
       );
     }
+  }
+
+  /**
+   * The generation's broadcast events, built by the log's writer off the request path; undefined when
+   * the workspace has no destination for this key (the common case costs one length check).
+   */
+  function broadcastRows(
+    context: GenerationContext,
+    prepared: Prepared,
+    record: GenerationRecordInput,
+    output: CollectedOutput | null,
+  ): OutboxRowsBuilder | undefined {
+    const targets = prepared.policy?.broadcast;
+    if (!targets || targets.length === 0) return undefined;
+    const endedAtMs = clock.now().getTime();
+    const startedAtMs = endedAtMs - record.latency_ms;
+    const keyName = context.principal.key.row.name;
+    // Only the text travels: media (base64 images, files, audio) is not kept alive until the write.
+    const request = textOnly(prepared.generation);
+    return {
+      weight: prepared.prompt.bytes + (output?.text.length ?? 0),
+      build: () =>
+        outboxRowsFor({
+          targets,
+          event: buildBroadcastEvent({
+            record,
+            request,
+            output,
+            keyName,
+            region: config.broadcast.region,
+            startedAtMs,
+            endedAtMs,
+          }),
+          keyHash: record.key_hash,
+          workspaceId: record.workspace_id,
+          region: config.broadcast.region,
+          now: clock.now(),
+        }),
+    };
   }
 
   function infoFor(prepared: Prepared, candidate: Candidate): GenerationInfo {
@@ -771,20 +820,33 @@ export function createGenerationService(options: {
         generationMs: elapsed,
       });
       rememberSession(context, candidate);
-      writeRecord(context, prepared, candidate, {
-        usage: result.usage,
-        cost,
-        status: result.finishReason === 'length' ? 'incomplete' : 'completed',
-        httpStatus: 200,
-        failure: null,
-        finishReason: result.finishReason,
-        nativeFinishReason: result.nativeFinishReason,
-        upstreamId: result.id,
-        streamed: false,
-        cancelled: false,
-        firstTokenMs: Math.round(elapsed),
-        generationMs: elapsed,
-      });
+      writeRecord(
+        context,
+        prepared,
+        candidate,
+        {
+          usage: result.usage,
+          cost,
+          status: result.finishReason === 'length' ? 'incomplete' : 'completed',
+          httpStatus: 200,
+          failure: null,
+          finishReason: result.finishReason,
+          nativeFinishReason: result.nativeFinishReason,
+          upstreamId: result.id,
+          streamed: false,
+          cancelled: false,
+          firstTokenMs: Math.round(elapsed),
+          generationMs: elapsed,
+        },
+        {
+          text: result.text,
+          toolCalls: result.toolCalls.map((call) => ({
+            id: call.callId,
+            name: call.name,
+            arguments: call.arguments,
+          })),
+        },
+      );
       return {
         info: infoFor(prepared, candidate),
         result,
@@ -895,6 +957,8 @@ export function createGenerationService(options: {
       let failure: GenerationFailure | null = null;
       let outputChars = 0;
       let ended = false;
+      // Output is kept only when a destination will receive it.
+      const collector = prepared.policy?.broadcast.length ? createOutputCollector() : null;
       let finishing: Promise<{ summary: GenerationSummary; failure: GenerationFailure | null }> | null = null;
 
       const observe = (part: StreamPart): boolean => {
@@ -917,11 +981,18 @@ export function createGenerationService(options: {
             );
             return false;
           case 'text-delta':
+            outputChars += part.delta.length;
+            collector?.text(part.delta);
+            return true;
           case 'reasoning-delta':
             outputChars += part.delta.length;
             return true;
+          case 'tool-call-start':
+            collector?.toolCallStart(part.index, part.callId, part.name);
+            return true;
           case 'tool-call-delta':
             outputChars += part.argumentsDelta.length;
+            collector?.toolCallDelta(part.index, part.argumentsDelta);
             return true;
           default:
             return true;
@@ -973,26 +1044,32 @@ export function createGenerationService(options: {
               },
         );
         if (!failed) rememberSession(context, candidate);
-        writeRecord(context, prepared, candidate, {
-          usage: billed,
-          cost,
-          status: cancelled
-            ? 'cancelled'
-            : failed
-              ? 'failed'
-              : finishReason === 'length'
-                ? 'incomplete'
-                : 'completed',
-          httpStatus: 200,
-          failure: failed,
-          finishReason: failed ? 'error' : finishReason,
-          nativeFinishReason,
-          upstreamId,
-          streamed: true,
-          cancelled,
-          firstTokenMs: Math.round(firstTokenMs),
-          generationMs: elapsed - firstTokenMs,
-        });
+        writeRecord(
+          context,
+          prepared,
+          candidate,
+          {
+            usage: billed,
+            cost,
+            status: cancelled
+              ? 'cancelled'
+              : failed
+                ? 'failed'
+                : finishReason === 'length'
+                  ? 'incomplete'
+                  : 'completed',
+            httpStatus: 200,
+            failure: failed,
+            finishReason: failed ? 'error' : finishReason,
+            nativeFinishReason,
+            upstreamId,
+            streamed: true,
+            cancelled,
+            firstTokenMs: Math.round(firstTokenMs),
+            generationMs: elapsed - firstTokenMs,
+          },
+          collector?.result() ?? null,
+        );
         return {
           summary: summaryOf(context, prepared, candidate, billed, cost),
           failure: failed,

@@ -1,5 +1,6 @@
 import type { BuiltinFilter, CustomFilter } from '../../admin/guardrails/builtin-filter-catalog.js';
 import { toGuardrailRecord } from '../../admin/guardrails/guardrail-record.js';
+import type { BroadcastTarget } from '../../broadcast/destination-rules.js';
 import type { GuardrailTable, WorkspaceBudgetTable } from '../../storage/database-schema.js';
 import type { SpendRows, WorkspacePolicyRows } from './policy-repository.js';
 
@@ -64,6 +65,8 @@ export interface EffectivePolicy {
   workspaceSpend: SpendRows;
   /** BYOK credentials this key may use, by provider slug, in the order to try them. */
   byok: ReadonlyMap<string, ByokCredential[]>;
+  /** Observability destinations whose key allowlist admits this key (empty: nothing is broadcast). */
+  broadcast: BroadcastTarget[];
 }
 
 function intersect(current: Set<string> | null, next: readonly string[] | null): Set<string> | null {
@@ -182,6 +185,7 @@ export function resolvePolicy(
     includeByokInBudgets: rows.workspace.include_byok_in_budgets === 1,
     workspaceSpend: rows.spend,
     byok: usable,
+    broadcast: rows.broadcast.filter((target) => target.keyHashes === null || target.keyHashes.has(key.hash)),
   };
 }
 

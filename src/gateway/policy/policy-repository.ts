@@ -1,8 +1,10 @@
 import { sql } from 'kysely';
+import { type BroadcastTarget, toBroadcastTarget } from '../../broadcast/destination-rules.js';
 import type { Storage } from '../../storage/database.js';
 import type {
   ByokCredentialTable,
   GuardrailTable,
+  ObservabilityDestinationTable,
   WorkspaceBudgetTable,
   WorkspaceTable,
 } from '../../storage/database-schema.js';
@@ -32,6 +34,24 @@ export interface WorkspacePolicyRows {
   memberSpend: Map<string, SpendRows>;
   /** Enabled BYOK credentials, by provider then sort order. */
   byok: ByokCredentialTable[];
+  /**
+   * The workspace's enabled observability destinations, compiled; empty when its broadcast switch
+   * (`is_observability_broadcast_enabled`) is off.
+   */
+  broadcast: BroadcastTarget[];
+}
+
+/** Destinations whose stored rules cannot be read are left out rather than failing every request. */
+function compileTargets(rows: ObservabilityDestinationTable[]): BroadcastTarget[] {
+  const targets: BroadcastTarget[] = [];
+  for (const row of rows) {
+    try {
+      targets.push(toBroadcastTarget(row));
+    } catch {
+      // Unreachable for rows the API wrote; a hand-edited row is skipped.
+    }
+  }
+  return targets;
 }
 
 /**
@@ -48,7 +68,7 @@ export function createPolicyRepository(storage: Storage) {
         .where('id', '=', workspaceId)
         .executeTakeFirst();
       if (!workspace) return null;
-      const [budgets, days, lifetime, guardrails, byok] = await Promise.all([
+      const [budgets, days, lifetime, guardrails, byok, destinations] = await Promise.all([
         db.selectFrom('workspace_budgets').selectAll().where('workspace_id', '=', workspaceId).execute(),
         db
           .selectFrom('workspace_usage_daily')
@@ -74,6 +94,16 @@ export function createPolicyRepository(storage: Storage) {
           .orderBy('sort_order')
           .orderBy('created_at')
           .execute(),
+        workspace.is_observability_broadcast_enabled === 1
+          ? db
+              .selectFrom('observability_destinations')
+              .selectAll()
+              .where('workspace_id', '=', workspaceId)
+              .where('enabled', '=', 1)
+              .where('deleted_at', 'is', null)
+              .orderBy('created_at')
+              .execute()
+          : Promise.resolve([]),
       ]);
       const guardrailIds = guardrails.map((guardrail) => guardrail.id);
       const [keyRows, memberRows] =
@@ -133,6 +163,7 @@ export function createPolicyRepository(storage: Storage) {
         memberAssignments,
         memberSpend,
         byok,
+        broadcast: compileTargets(destinations),
       };
     },
   };

@@ -1,0 +1,112 @@
+import { createHash, randomUUID } from 'node:crypto';
+import type { BroadcastOutboxTable } from '../storage/database-schema.js';
+import type { BroadcastEvent, BroadcastMessage } from './broadcast-event.js';
+import { type BroadcastTarget, eventForDestination, selects } from './destination-rules.js';
+
+/** The largest stored payload; bigger events lose their oldest input messages, then long texts. */
+export const MAX_PAYLOAD_CHARS = 262_144;
+const SHORT_TEXT_CHARS = 4_096;
+
+/** `<generation id>:<destination id>` hashed: the key receivers deduplicate a retried event by. */
+export const idempotencyKeyOf = (generationId: string, destinationId: string) =>
+  createHash('sha256').update(`${generationId}:${destinationId}`).digest('hex').slice(0, 32);
+
+const shorten = (messages: BroadcastMessage[] | null) =>
+  messages?.map((message) => ({
+    ...message,
+    content:
+      message.content.length > SHORT_TEXT_CHARS
+        ? `${message.content.slice(0, SHORT_TEXT_CHARS)}…[truncated]`
+        : message.content,
+  })) ?? null;
+
+/**
+ * The event's JSON within MAX_PAYLOAD_CHARS (characters of JSON text): first the oldest input
+ * messages after the system prompt give way (a note says how many), then every text is cut short,
+ * then the bodies go, then the trace metadata. A long conversation still reaches the destination
+ * with its system prompt, latest turns, output, usage and cost. Linear in the event's size: each
+ * message is serialized once to measure it.
+ */
+export function fitPayload(event: BroadcastEvent): string {
+  let text = JSON.stringify(event);
+  if (text.length <= MAX_PAYLOAD_CHARS) return text;
+  let fitted = event;
+  const input = event.input;
+  if (input && input.length > 1) {
+    let head = 0;
+    while (head < input.length - 1 && input[head]?.role === 'system') head += 1;
+    const sizes = input.map((message) => JSON.stringify(message).length + 1);
+    const note = (omitted: number): BroadcastMessage => ({
+      role: 'system',
+      content: `[${omitted} earlier messages omitted]`,
+    });
+    let total = text.length;
+    let dropped = 0;
+    // Drop from just after the system prompt, keeping at least the last message.
+    while (
+      head + dropped < input.length - 1 &&
+      total + JSON.stringify(note(dropped + 1)).length > MAX_PAYLOAD_CHARS
+    ) {
+      total -= sizes[head + dropped] ?? 0;
+      dropped += 1;
+    }
+    if (dropped > 0) {
+      fitted = { ...event, input: [...input.slice(0, head), note(dropped), ...input.slice(head + dropped)] };
+      text = JSON.stringify(fitted);
+      if (text.length <= MAX_PAYLOAD_CHARS) return text;
+    }
+  }
+  fitted = { ...fitted, input: shorten(fitted.input), output: shorten(fitted.output) };
+  text = JSON.stringify(fitted);
+  if (text.length <= MAX_PAYLOAD_CHARS) return text;
+  fitted = { ...fitted, input: null, output: null };
+  text = JSON.stringify(fitted);
+  if (text.length <= MAX_PAYLOAD_CHARS) return text;
+  return JSON.stringify({ ...fitted, trace: { ...fitted.trace, metadata: {} }, parameters: {} });
+}
+
+/**
+ * The outbox rows of one generation: one per destination that selects the event (key allowlist,
+ * region, sampling, filter rules), each holding the event as that destination receives it.
+ */
+export function outboxRowsFor(options: {
+  targets: readonly BroadcastTarget[];
+  event: BroadcastEvent;
+  keyHash: string;
+  workspaceId: string;
+  region: string;
+  now: Date;
+}): BroadcastOutboxTable[] {
+  const { event, now } = options;
+  const at = now.toISOString();
+  const rows: BroadcastOutboxTable[] = [];
+  // Destinations with the same privacy and flags receive the same text: serialized once.
+  const payloads = new Map<string, string>();
+  for (const target of options.targets) {
+    if (!selects(target, event, options.keyHash, options.region)) continue;
+    const variant = `${target.privacyMode}:${target.cost}:${target.identity}:${target.requestContext}`;
+    let payload = payloads.get(variant);
+    if (payload === undefined) {
+      payload = fitPayload(eventForDestination(target, event));
+      payloads.set(variant, payload);
+    }
+    rows.push({
+      id: randomUUID(),
+      destination_id: target.id,
+      workspace_id: options.workspaceId,
+      generation_id: event.generation_id,
+      idempotency_key: idempotencyKeyOf(event.generation_id, target.id),
+      payload,
+      status: 'pending',
+      attempts: 0,
+      next_attempt_at: at,
+      lease_until: null,
+      leased_by: null,
+      last_error: null,
+      last_status: null,
+      created_at: at,
+      dead_at: null,
+    });
+  }
+  return rows;
+}

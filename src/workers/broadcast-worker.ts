@@ -1,0 +1,485 @@
+import { randomUUID } from 'node:crypto';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
+import { openDestinationConfig } from '../admin/observability/destination-config.js';
+import type { BroadcastEvent } from '../broadcast/broadcast-event.js';
+import { DeliveryError, type DestinationType, type OutboxItem } from '../broadcast/destination-type.js';
+import { destinationType } from '../broadcast/destination-types.js';
+import type { ExporterHttp } from '../broadcast/exporter-http.js';
+import { createOutboxRepository } from '../broadcast/outbox-repository.js';
+import type { Config } from '../config/config-schema.js';
+import type { Clock } from '../platform/clock.js';
+import type { SecretBox } from '../platform/secret-box.js';
+import type { Storage } from '../storage/database.js';
+import type { BroadcastOutboxTable, ObservabilityDestinationTable } from '../storage/database-schema.js';
+
+export interface BroadcastWorkerLogger {
+  info(details: Record<string, unknown>, message: string): void;
+  warn(details: Record<string, unknown>, message: string): void;
+  error(details: Record<string, unknown>, message: string): void;
+}
+
+type Outcome = 'delivered' | 'retried' | 'dead' | 'dropped';
+
+/** No single send runs longer than this (the HTTP client's own timeouts are shorter). */
+const SEND_TIMEOUT_MS = 40_000;
+
+/**
+ * The delay before attempt `attempts + 1`: exponential from `base` (doubling per attempt, capped at
+ * `max`) with equal jitter (half fixed, half random), so retries of many events spread out. A
+ * receiver's `Retry-After` wins when it asks for longer.
+ */
+export function backoffMs(
+  attempts: number,
+  settings: { base: number; max: number },
+  retryAfterMs: number | null,
+  random: () => number = Math.random,
+): number {
+  const exponential = Math.min(settings.max, settings.base * 2 ** Math.max(0, attempts - 1));
+  const jittered = exponential / 2 + (random() * exponential) / 2;
+  return Math.max(jittered, retryAfterMs ?? 0);
+}
+
+/**
+ * Delivers the broadcast outbox. Each instance runs one: it claims due events (a lease per row, so
+ * instances on one PostgreSQL database share the work without sending an event twice), groups them
+ * by destination, and sends each destination's events in batches of its exporter's size, one batch
+ * at a time per destination and up to `concurrency` destinations at once. A failed event is retried
+ * with backoff (honouring `Retry-After`) until `max_attempts`, then kept as a dead letter; an event
+ * the receiver refuses outright (a 4xx other than 408/425/429) is a dead letter at once. Events of a
+ * destination deleted or disabled meanwhile are dropped.
+ */
+export function createBroadcastWorker(options: {
+  storage: Storage;
+  secretBox: SecretBox;
+  http: ExporterHttp;
+  settings: Config['broadcast'];
+  clock: Clock;
+  logger: BroadcastWorkerLogger;
+  registry?: Registry;
+  /** Tests name the instance; otherwise a random id. */
+  owner?: string;
+}) {
+  const { settings, clock, logger, http } = options;
+  const repository = createOutboxRepository(options.storage);
+  const owner = options.owner ?? `worker-${randomUUID()}`;
+  const metrics = options.registry ? createWorkerMetrics(options.registry, repository) : null;
+  /** One send's limit: within half a lease, so a send never outlives the lease it started under. */
+  const sendTimeoutMs = Math.min(SEND_TIMEOUT_MS, settings.lease_ms / 2);
+
+  /** Destinations being delivered to, with the rows this worker holds for them. */
+  const busy = new Map<string, Promise<void>>();
+  /**
+   * Destinations that asked to be left alone (429 / 503 / Retry-After, or unreachable): not claimed
+   * for until this time (epoch ms), so a rate-limit episode does not burn every event's attempts.
+   */
+  const pausedUntil = new Map<string, number>();
+  /** Rows claimed and not yet settled: released on stop. */
+  const held = new Set<string>();
+  const abort = new AbortController();
+  let timer: NodeJS.Timeout | null = null;
+  let looping: Promise<void> | null = null;
+  let wakeRequested = false;
+  let stopped = false;
+  let started = false;
+  let lastPurge = 0;
+
+  function schedule(delayMs: number): void {
+    if (stopped) return;
+    if (timer) clearTimeout(timer);
+    timer = setTimeout(() => {
+      timer = null;
+      void loop();
+    }, delayMs);
+    timer.unref();
+  }
+
+  /** Claims and starts deliveries while there is capacity; then waits for a poll or a wake-up. */
+  function loop(): Promise<void> {
+    if (looping) {
+      wakeRequested = true;
+      return looping;
+    }
+    // Started on a later tick, so `looping` is set before the body can finish and clear it.
+    const run: Promise<void> = Promise.resolve().then(async () => {
+      try {
+        do {
+          wakeRequested = false;
+          while (!stopped && busy.size < settings.concurrency) {
+            const claimed = await claim();
+            if (claimed === 0) break;
+          }
+        } while (wakeRequested && !stopped);
+        await purgeDeadLetters();
+      } catch (error) {
+        logger.error({ err: error }, 'broadcast outbox could not be read; retrying');
+      } finally {
+        if (looping === run) looping = null;
+        schedule(settings.poll_interval_ms);
+      }
+    });
+    looping = run;
+    return run;
+  }
+
+  /** Dead letters older than the retention are deleted, at most once a minute. */
+  async function purgeDeadLetters(): Promise<void> {
+    const now = clock.now().getTime();
+    if (now - lastPurge < 60_000) return;
+    lastPurge = now;
+    await repository.purgeDead(new Date(now - settings.dead_letter_retention_hours * 3_600_000));
+  }
+
+  /** Destinations not to claim for now: those being delivered to and those paused. */
+  function excluded(now: number): string[] {
+    for (const [id, until] of pausedUntil) if (until <= now) pausedUntil.delete(id);
+    return [...new Set([...busy.keys(), ...pausedUntil.keys()])];
+  }
+
+  async function claim(): Promise<number> {
+    const now = clock.now();
+    const rows = await repository.claim({
+      limit: settings.claim_batch,
+      now,
+      leaseUntil: new Date(now.getTime() + settings.lease_ms),
+      owner,
+      busy: excluded(now.getTime()),
+    });
+    if (rows.length === 0) return 0;
+    for (const row of rows) held.add(row.id);
+    const groups = new Map<string, BroadcastOutboxTable[]>();
+    for (const row of rows) {
+      const group = groups.get(row.destination_id);
+      if (group) group.push(row);
+      else groups.set(row.destination_id, [row]);
+    }
+    // At most `concurrency` destinations at once: the groups beyond the free slots go back.
+    const entries = [...groups];
+    const started = entries.slice(0, Math.max(0, settings.concurrency - busy.size));
+    const returned = entries.slice(started.length).flatMap(([, group]) => group);
+    if (returned.length > 0) {
+      await repository.release(
+        returned.map((row) => row.id),
+        owner,
+      );
+      for (const row of returned) held.delete(row.id);
+    }
+    const destinations = new Map(
+      (await repository.destinations(started.map(([id]) => id))).map((destination) => [
+        destination.id,
+        destination,
+      ]),
+    );
+    for (const [destinationId, group] of started) {
+      const task = deliverGroup(destinations.get(destinationId) ?? null, group)
+        .catch(async (error: unknown) => {
+          logger.error(
+            { err: error, destination_id: destinationId },
+            'broadcast delivery failed unexpectedly',
+          );
+          // Handed back rather than left leased until the lease ends.
+          await repository.release(
+            group.filter((row) => held.has(row.id)).map((row) => row.id),
+            owner,
+          );
+        })
+        .catch(() => undefined)
+        .finally(() => {
+          busy.delete(destinationId);
+          for (const row of group) held.delete(row.id);
+          // Capacity freed: look for more work now rather than at the next poll.
+          if (!stopped) void loop();
+        });
+      busy.set(destinationId, task);
+    }
+    return rows.length;
+  }
+
+  /** Marks rows settled in this worker's bookkeeping. */
+  const settled = (rows: readonly BroadcastOutboxTable[]) => {
+    for (const row of rows) held.delete(row.id);
+  };
+
+  async function deliverGroup(
+    destination: ObservabilityDestinationTable | null,
+    rows: BroadcastOutboxTable[],
+  ) {
+    const type = destination ? destinationType(destination.type) : undefined;
+    if (!destination || !type || destination.deleted_at !== null || destination.enabled !== 1) {
+      // Nobody wants these any more (deleted, disabled, or a type this version does not know).
+      await repository.remove(rows.map((row) => row.id));
+      settled(rows);
+      metrics?.count(destination?.type ?? 'unknown', 'dropped', rows.length);
+      return;
+    }
+    // An event that was claimed more often than allowed without ever being settled (a process that
+    // died while sending it, again and again) is given up instead of retried forever.
+    const exhausted = rows.filter((row) => row.attempts > settings.max_attempts);
+    for (const row of exhausted) {
+      await bury(
+        destination,
+        row,
+        new DeliveryError('gave up: claimed more often than max_attempts without an answer', {
+          retryable: false,
+        }),
+      );
+    }
+    const items: Array<{ row: BroadcastOutboxTable; item: OutboxItem }> = [];
+    for (const row of rows) {
+      if (row.attempts > settings.max_attempts) continue;
+      try {
+        items.push({
+          row,
+          item: {
+            event: JSON.parse(row.payload) as BroadcastEvent,
+            idempotencyKey: row.idempotency_key,
+            attempt: row.attempts,
+          },
+        });
+      } catch {
+        await bury(
+          destination,
+          row,
+          new DeliveryError('the stored event is not valid JSON', { retryable: false }),
+        );
+      }
+    }
+    let config: Record<string, unknown>;
+    try {
+      config = openDestinationConfig(destination, options.secretBox);
+    } catch (error) {
+      // A master key that changed: keep the events (retried, then dead letters) and say why.
+      logger.error({ err: error, destination_id: destination.id }, 'destination secrets cannot be opened');
+      const failure = new DeliveryError(
+        'destination secrets cannot be opened with the configured master key',
+        {
+          retryable: true,
+        },
+      );
+      for (const { row } of items) await fail(destination, row, failure);
+      return;
+    }
+    const maxBatch = Math.max(1, type.maxBatch);
+    for (let start = 0; start < items.length; start += maxBatch) {
+      const chunk = items.slice(start, start + maxBatch);
+      const rest = items.slice(start).map(({ row }) => row);
+      // A chunk that could not finish within its lease is handed back rather than risk a double send.
+      const leaseLeft = new Date(chunk[0]?.row.lease_until ?? 0).getTime() - clock.now().getTime();
+      if (stopped || leaseLeft < sendTimeoutMs) {
+        await repository.release(
+          rest.map((row) => row.id),
+          owner,
+        );
+        settled(rest);
+        return;
+      }
+      const pause = await deliverChunk(destination, type, config, chunk);
+      if (pause !== null) {
+        // The receiver is down or asked to slow down: the events not yet tried wait with it, their
+        // attempt not counted, and the destination is not claimed for until then.
+        const untried = items.slice(start + chunk.length).map(({ row }) => row);
+        pausedUntil.set(destination.id, pause.getTime());
+        await repository.postpone(
+          untried.map((row) => row.id),
+          pause,
+          owner,
+        );
+        settled(untried);
+        return;
+      }
+    }
+  }
+
+  /**
+   * Sends one batch and settles its rows. Returns when the destination should next be tried, when
+   * it failed as a whole in a way that concerns the rest too (unreachable, 429, 503, Retry-After).
+   */
+  async function deliverChunk(
+    destination: ObservabilityDestinationTable,
+    type: DestinationType<object>,
+    config: Record<string, unknown>,
+    chunk: Array<{ row: BroadcastOutboxTable; item: OutboxItem }>,
+  ): Promise<Date | null> {
+    const rows = chunk.map(({ row }) => row);
+    // One controller per batch (AbortSignal.any on a long-lived signal leaks on Node 20).
+    const controller = new AbortController();
+    const onStop = () => controller.abort();
+    abort.signal.addEventListener('abort', onStop, { once: true });
+    const timeout = setTimeout(() => controller.abort(), sendTimeoutMs);
+    const started = performance.now();
+    let rejected: Map<number, { retryable: boolean; message: string }>;
+    try {
+      const outcome = await type.send(
+        chunk.map(({ item }) => item),
+        {
+          config,
+          destination: { id: destination.id, name: destination.name, workspace_id: destination.workspace_id },
+          http,
+          signal: controller.signal,
+          now: clock.now(),
+          originOverride: settings.origin_overrides[destination.type],
+        },
+      );
+      rejected = new Map((outcome?.rejected ?? []).map((entry) => [entry.index, entry]));
+    } catch (error) {
+      if (abort.signal.aborted) {
+        // Interrupted by shutdown: not the receiver's fault, and not an attempt.
+        await repository.release(
+          rows.map((row) => row.id),
+          owner,
+        );
+        settled(rows);
+        return null;
+      }
+      metrics?.latency(destination.type, performance.now() - started);
+      const failure =
+        error instanceof DeliveryError
+          ? error
+          : new DeliveryError(`exporter failed: ${(error as Error).message ?? String(error)}`, {
+              retryable: true,
+              cause: error,
+            });
+      let next: Date | null = null;
+      for (const row of rows) next = (await fail(destination, row, failure)) ?? next;
+      const concernsAll =
+        failure.retryable &&
+        (failure.status === null ||
+          failure.status === 429 ||
+          failure.status === 503 ||
+          failure.retryAfterMs !== null);
+      return concernsAll ? next : null;
+    } finally {
+      clearTimeout(timeout);
+      abort.signal.removeEventListener('abort', onStop);
+    }
+    metrics?.latency(destination.type, performance.now() - started);
+    const delivered = rows.filter((_, index) => !rejected.has(index));
+    await repository.remove(delivered.map((row) => row.id));
+    settled(delivered);
+    metrics?.count(destination.type, 'delivered', delivered.length);
+    for (const [index, entry] of rejected) {
+      const row = rows[index];
+      if (!row) continue;
+      if (abort.signal.aborted) {
+        // A multi-request batch cut short by shutdown: the unsent part goes back uncounted.
+        await repository.release([row.id], owner);
+        settled([row]);
+      } else {
+        await fail(destination, row, new DeliveryError(entry.message, { retryable: entry.retryable }));
+      }
+    }
+    return null;
+  }
+
+  async function bury(
+    destination: ObservabilityDestinationTable,
+    row: BroadcastOutboxTable,
+    error: DeliveryError,
+  ) {
+    await repository.bury(row.id, { now: clock.now(), error: error.message, status: error.status, owner });
+    settled([row]);
+    metrics?.count(destination.type, 'dead', 1);
+    logger.warn(
+      {
+        destination_id: destination.id,
+        type: destination.type,
+        generation_id: row.generation_id,
+        attempts: row.attempts,
+        status: error.status,
+        error: error.message,
+      },
+      'broadcast event moved to the dead letters',
+    );
+  }
+
+  /** Records a failed attempt: rescheduled with backoff, or buried. Returns the next attempt's time. */
+  async function fail(
+    destination: ObservabilityDestinationTable,
+    row: BroadcastOutboxTable,
+    error: DeliveryError,
+  ): Promise<Date | null> {
+    if (!error.retryable || row.attempts >= settings.max_attempts) {
+      await bury(destination, row, error);
+      return null;
+    }
+    const delay = backoffMs(
+      row.attempts,
+      { base: settings.base_backoff_ms, max: settings.max_backoff_ms },
+      error.retryAfterMs,
+    );
+    const nextAttemptAt = new Date(clock.now().getTime() + delay);
+    await repository.reschedule(row.id, { nextAttemptAt, error: error.message, status: error.status, owner });
+    settled([row]);
+    metrics?.count(destination.type, 'retried', 1);
+    return nextAttemptAt;
+  }
+
+  return {
+    owner,
+    start() {
+      if (started || stopped) return;
+      started = true;
+      void loop();
+    },
+    /** New events were stored: look now instead of at the next poll. */
+    wake() {
+      if (started && !stopped) void loop();
+    },
+    /** Runs one claim-and-deliver pass to completion (tests drive the worker with it). */
+    async drain(): Promise<void> {
+      await loop();
+      while (busy.size > 0) await Promise.allSettled([...busy.values()]);
+    },
+    /** Stops claiming, aborts sends in flight and hands their events back for the next worker. */
+    async stop(): Promise<void> {
+      if (stopped) return;
+      stopped = true;
+      if (timer) clearTimeout(timer);
+      abort.abort();
+      await looping?.catch(() => undefined);
+      await Promise.allSettled([...busy.values()]);
+      if (held.size > 0) await repository.release([...held], owner).catch(() => undefined);
+    },
+  };
+}
+
+export type BroadcastWorker = ReturnType<typeof createBroadcastWorker>;
+
+function createWorkerMetrics(registry: Registry, repository: ReturnType<typeof createOutboxRepository>) {
+  const deliveries = new Counter({
+    name: 'switchyard_broadcast_events_total',
+    help: 'Broadcast events by destination type and outcome (delivered, retried, dead, dropped)',
+    labelNames: ['type', 'outcome'] as const,
+    registers: [registry],
+  });
+  const duration = new Histogram({
+    name: 'switchyard_broadcast_delivery_seconds',
+    help: 'Time one delivery request (a batch) took, by destination type',
+    labelNames: ['type'] as const,
+    buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+    registers: [registry],
+  });
+  new Gauge({
+    name: 'switchyard_broadcast_outbox_events',
+    help: 'Broadcast events stored in the outbox, by status (pending, dead)',
+    labelNames: ['status'] as const,
+    registers: [registry],
+    async collect() {
+      this.reset();
+      this.set({ status: 'pending' }, 0);
+      this.set({ status: 'dead' }, 0);
+      try {
+        for (const row of await repository.countByStatus()) this.set({ status: row.status }, row.count);
+      } catch {
+        // The database is away; the scrape reports zeros rather than failing.
+      }
+    },
+  });
+  return {
+    count(type: string, outcome: Outcome, events: number) {
+      if (events > 0) deliveries.inc({ type, outcome }, events);
+    },
+    latency(type: string, ms: number) {
+      duration.observe({ type }, ms / 1000);
+    },
+  };
+}

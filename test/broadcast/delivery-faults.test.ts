@@ -1,0 +1,394 @@
+import assert from 'node:assert/strict';
+import { type ChildProcess, spawn } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, afterEach, before, describe, it } from 'node:test';
+import type { ReceivedRequest } from '../helpers/broadcast-fixtures.js';
+import { backend, isolatedDatabase, type TestApp } from '../helpers/test-app.js';
+import {
+  chat,
+  createWebhook,
+  FAST_BROADCAST,
+  inferenceKey,
+  outboxRows,
+  setBroadcast,
+  startBroadcastGateway,
+  startHookReceiver,
+  waitUntil,
+} from './delivery-harness.js';
+
+const keyOf = (request: ReceivedRequest) => String(request.headers['idempotency-key']);
+
+/**
+ * Receivers that fail: down, slow, 500, 429 with Retry-After, connections closed after the request,
+ * refusals; events are retried with backoff and none is lost, and duplicates carry one idempotency
+ * key. A process killed mid-delivery resumes after a restart; two instances never send one event twice.
+ */
+describe('broadcast delivery faults', () => {
+  let gateway: TestApp;
+  let app: { key: string; hash: string };
+  const receivers: Array<{ close(): Promise<void> }> = [];
+
+  before(async () => {
+    gateway = await startBroadcastGateway();
+    await setBroadcast(gateway, true);
+    app = await inferenceKey(gateway);
+  });
+  after(async () => {
+    await gateway.close();
+  });
+  afterEach(async () => {
+    const listed = await gateway.request('GET', '/api/v1/observability/destinations');
+    for (const destination of listed.body.data) {
+      await gateway.request('DELETE', `/api/v1/observability/destinations/${destination.id}`);
+    }
+    await gateway.services.storage.db.deleteFrom('broadcast_outbox').execute();
+    for (const receiver of receivers.splice(0)) await receiver.close();
+  });
+
+  /** A receiver answering from a script, one answer per delivery, then 200. */
+  const scripted = async (
+    ...answers: Array<Parameters<typeof startHookReceiver>[0] extends infer R ? R : never>
+  ) => {
+    let call = 0;
+    const receiver = await startHookReceiver((request) => {
+      const answer = answers[call++];
+      return answer ? answer(request) : { status: 200, body: {} };
+    });
+    receivers.push(receiver);
+    return receiver;
+  };
+
+  it('retries a 500, a closed connection and a slow answer, then delivers once more with the same key', async () => {
+    const hook = await scripted(
+      () => ({ status: 500, body: { error: 'boom' } }),
+      () => 'close',
+      async () => {
+        await new Promise((resolve) => setTimeout(resolve, 150));
+        return { status: 503, body: 'busy' };
+      },
+    );
+    await createWebhook(gateway, hook);
+    await chat(gateway, app.key);
+    await waitUntil('four deliveries', () => hook.deliveries().length === 4);
+    await waitUntil('an empty outbox', async () => (await outboxRows(gateway)).length === 0);
+    const keys = new Set(hook.deliveries().map(keyOf));
+    assert.equal(keys.size, 1, 'every retry carries the same idempotency key');
+  });
+
+  it('honours Retry-After from a 429', async () => {
+    const hook = await scripted(() => ({ status: 429, headers: { 'retry-after': '1' }, body: {} }));
+    await createWebhook(gateway, hook);
+    const times: number[] = [];
+    const original = hook.reply;
+    hook.reply = (request) => {
+      if (request.headers['x-test-connection'] !== 'true') times.push(Date.now());
+      return original(request);
+    };
+    await chat(gateway, app.key);
+    await waitUntil('two deliveries', () => times.length === 2, 6000);
+    const [first, second] = times as [number, number];
+    assert.ok(second - first >= 950, `retried after ${second - first} ms, before Retry-After's second`);
+    await waitUntil('an empty outbox', async () => (await outboxRows(gateway)).length === 0);
+  });
+
+  it('keeps events while the receiver is down and delivers them when it is back', async () => {
+    const hook = await scripted();
+    const id = await createWebhook(gateway, hook);
+    await hook.close();
+    await chat(gateway, app.key);
+    await chat(gateway, app.key);
+    await waitUntil('a failed attempt', async () =>
+      (await outboxRows(gateway)).some((row) => row.attempts >= 1 && row.last_error !== null),
+    );
+    const rows = await outboxRows(gateway);
+    assert.equal(rows.length, 2);
+    assert.match(rows[0]?.last_error ?? '', /unreachable/);
+    // The receiver comes back (at another address, which the destination is pointed to).
+    const back = await startHookReceiver();
+    receivers.push(back);
+    await gateway.request('PATCH', `/api/v1/observability/destinations/${id}`, {
+      body: { config: { url: `${back.url}/hook` } },
+    });
+    await waitUntil('both delivered', () => back.deliveries().length === 2, 8000);
+    await waitUntil('an empty outbox', async () => (await outboxRows(gateway)).length === 0);
+  });
+
+  it('moves an event to the dead letters at once on a 400, and after max_attempts of 500s', async () => {
+    const refusing = await startHookReceiver(() => ({ status: 400, body: { error: 'bad payload' } }));
+    const failing = await startHookReceiver(() => ({ status: 500, body: { error: 'down' } }));
+    receivers.push(refusing, failing);
+    const refusedId = await createWebhook(gateway, refusing);
+    const failedId = await createWebhook(gateway, failing);
+    await chat(gateway, app.key);
+    await waitUntil(
+      'two dead letters',
+      async () => (await outboxRows(gateway)).filter((row) => row.status === 'dead').length === 2,
+    );
+    const rows = await outboxRows(gateway);
+    const refused = rows.find((row) => row.destination_id === refusedId);
+    const failed = rows.find((row) => row.destination_id === failedId);
+    assert.equal(refused?.attempts, 1);
+    assert.equal(refused?.last_status, 400);
+    assert.match(refused?.last_error ?? '', /bad payload/);
+    assert.equal(failed?.attempts, FAST_BROADCAST.max_attempts);
+    assert.equal(failed?.last_status, 500);
+    assert.equal(refusing.deliveries().length, 1);
+    assert.equal(failing.deliveries().length, FAST_BROADCAST.max_attempts);
+    const metrics = await gateway.request('GET', '/metrics', { key: null });
+    assert.match(metrics.text, /switchyard_broadcast_outbox_events\{status="dead"\} 2/);
+    assert.match(metrics.text, /switchyard_broadcast_events_total\{type="webhook",outcome="dead"\} 2/);
+    // The dead letters are listed, and a retry sends them again.
+    const listed = await gateway.request(
+      'GET',
+      `/api/v1/observability/destinations/${refusedId}/deliveries?status=dead`,
+    );
+    assert.equal(listed.status, 200, listed.text);
+    assert.equal(listed.body.total_count, 1);
+    refusing.reply = (request) =>
+      request.headers['x-test-connection'] === 'true' ? { status: 200, body: {} } : { status: 200, body: {} };
+    const retried = await gateway.request(
+      'POST',
+      `/api/v1/observability/destinations/${refusedId}/deliveries/retry`,
+    );
+    assert.equal(retried.status, 200, retried.text);
+    await waitUntil('the retried letter delivered', () => refusing.deliveries().length === 2);
+  });
+
+  it('pauses a destination that answers 429: the events not yet tried wait without losing an attempt', async () => {
+    const limited = await startHookReceiver(() => ({
+      status: 429,
+      headers: { 'retry-after': '30' },
+      body: {},
+    }));
+    receivers.push(limited);
+    const id = await createWebhook(gateway, limited);
+    for (let index = 0; index < 5; index += 1) await chat(gateway, app.key);
+    await waitUntil('five events rescheduled', async () => {
+      const rows = await outboxRows(gateway);
+      return (
+        rows.length === 5 &&
+        rows.every((row) => row.lease_until === null && row.next_attempt_at > new Date().toISOString())
+      );
+    });
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const rows = (await outboxRows(gateway)).filter((row) => row.destination_id === id);
+    const attempted = rows.filter((row) => row.attempts === 1);
+    assert.ok(
+      limited.deliveries().length <= attempted.length,
+      `${limited.deliveries().length} requests for ${attempted.length} attempts`,
+    );
+    assert.ok(
+      limited.deliveries().length < 5,
+      'the rest waited for Retry-After instead of hitting the limit',
+    );
+    const soonest = Math.min(...rows.map((row) => Date.parse(row.next_attempt_at)));
+    assert.ok(soonest - Date.now() > 25_000, 'every event waits out the 30 s Retry-After');
+  });
+
+  it('buries an unreadable stored event and delivers the rest of its batch', async () => {
+    const hook = await startHookReceiver();
+    receivers.push(hook);
+    const id = await createWebhook(gateway, hook);
+    const workspace = (await gateway.request('GET', '/api/v1/workspaces/default')).body.data.id;
+    await gateway.services.storage.db
+      .insertInto('broadcast_outbox')
+      .values({
+        id: '00000000-0000-4000-8000-000000000001',
+        destination_id: id,
+        workspace_id: workspace,
+        generation_id: 'gen-poison',
+        idempotency_key: 'f'.repeat(32),
+        payload: '{not json',
+        status: 'pending',
+        attempts: 0,
+        next_attempt_at: new Date(0).toISOString(),
+        lease_until: null,
+        leased_by: null,
+        last_error: null,
+        last_status: null,
+        created_at: new Date().toISOString(),
+        dead_at: null,
+      })
+      .execute();
+    await chat(gateway, app.key);
+    await waitUntil('the good event delivered', () => hook.deliveries().length === 1);
+    await waitUntil('the bad one buried', async () => {
+      const rows = await outboxRows(gateway);
+      return rows.length === 1 && rows[0]?.status === 'dead';
+    });
+    const [dead] = await outboxRows(gateway);
+    assert.match(dead?.last_error ?? '', /not valid JSON/);
+  });
+
+  it('keeps delivering after every delivery slot was busy at once', async () => {
+    const busy = await startBroadcastGateway({ broadcast: { concurrency: 1 } });
+    const slow = await startHookReceiver(async () => {
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      return { status: 200, body: {} };
+    });
+    const fast = await startHookReceiver();
+    receivers.push(slow, fast);
+    try {
+      await setBroadcast(busy, true);
+      const key = await inferenceKey(busy);
+      await createWebhook(busy, slow);
+      await createWebhook(busy, fast, { name: 'fast' });
+      for (let round = 0; round < 3; round += 1) {
+        await chat(busy, key.key);
+        await new Promise((resolve) => setTimeout(resolve, 100));
+      }
+      await waitUntil(
+        'every event at both',
+        () => slow.deliveries().length === 3 && fast.deliveries().length === 3,
+        10_000,
+      );
+    } finally {
+      await busy.close();
+    }
+  });
+
+  it('drops the pending events of a deleted destination', async () => {
+    const hook = await scripted(() => ({ status: 500, body: {} }));
+    const id = await createWebhook(gateway, hook, {});
+    await chat(gateway, app.key);
+    await waitUntil('a failed attempt', async () =>
+      (await outboxRows(gateway)).some((row) => row.attempts >= 1),
+    );
+    const deleted = await gateway.request('DELETE', `/api/v1/observability/destinations/${id}`);
+    assert.equal(deleted.status, 200);
+    await waitUntil('the outbox emptied', async () => (await outboxRows(gateway)).length === 0);
+    assert.equal(hook.deliveries().length, 1);
+  });
+});
+
+describe('broadcast delivery across processes', () => {
+  const children = new Set<ChildProcess>();
+  after(() => {
+    for (const child of children) child.kill('SIGKILL');
+  });
+
+  async function freePort(): Promise<number> {
+    const server = createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const { port } = server.address() as { port: number };
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+    return port;
+  }
+
+  it('resumes after the process is killed mid-delivery: the event arrives, with its idempotency key', async () => {
+    const database = isolatedDatabase();
+    const receiverState = { hang: true };
+    const hook = await startHookReceiver(() => (receiverState.hang ? 'hang' : { status: 200, body: {} }));
+    try {
+      // Set up through one instance, then leave the database to a child process.
+      const setup = await startBroadcastGateway({ database });
+      await setBroadcast(setup, true);
+      const { key } = await inferenceKey(setup);
+      await createWebhook(setup, hook);
+      await setup.close();
+
+      const port = await freePort();
+      const configPath = join(tmpdir(), `switchyard-broadcast-${port}.json`);
+      writeFileSync(configPath, JSON.stringify({ broadcast: { ...FAST_BROADCAST, lease_ms: 2_000 } }));
+      const env: NodeJS.ProcessEnv = { ...process.env, ...database.env };
+      for (const name of ['REDIS_URL', 'SWITCHYARD_BOOTSTRAP_KEY']) delete env[name];
+      const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
+        env: {
+          ...env,
+          PORT: String(port),
+          HOST: '127.0.0.1',
+          LOG_LEVEL: 'silent',
+          SWITCHYARD_CONFIG: configPath,
+          ...database.env,
+        },
+        stdio: 'ignore',
+      });
+      children.add(child);
+      const base = `http://127.0.0.1:${port}`;
+      await waitUntil(
+        'the child listening',
+        async () => {
+          try {
+            return (await fetch(`${base}/health`)).status === 200;
+          } catch {
+            return false;
+          }
+        },
+        20_000,
+      );
+      const response = await fetch(`${base}/api/v1/chat/completions`, {
+        method: 'POST',
+        headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        body: JSON.stringify({
+          model: 'switchyard/echo',
+          messages: [{ role: 'user', content: 'survive me' }],
+        }),
+      });
+      assert.equal(response.status, 200);
+      const generationId = response.headers.get('x-generation-id');
+      await waitUntil('the delivery in flight', () => hook.deliveries().length === 1, 10_000);
+      child.kill('SIGKILL');
+      await new Promise((resolve) => child.once('exit', resolve));
+      children.delete(child);
+
+      receiverState.hang = false;
+      const restarted = await startBroadcastGateway({ database, broadcast: { lease_ms: 2_000 } });
+      try {
+        await waitUntil(
+          'the redelivery after the lease expired',
+          () => hook.deliveries().length === 2,
+          10_000,
+        );
+        const [first, second] = hook.deliveries() as [ReceivedRequest, ReceivedRequest];
+        assert.equal(keyOf(first), keyOf(second));
+        assert.ok(second.text.includes('survive me'));
+        await waitUntil('an empty outbox', async () => (await outboxRows(restarted)).length === 0);
+        const record = await restarted.services.generations.find(String(generationId));
+        assert.ok(record, 'the generation record was written before the kill');
+      } finally {
+        await restarted.close();
+      }
+    } finally {
+      await hook.close();
+      await database.drop();
+    }
+  });
+
+  it('two instances on one PostgreSQL database never send one event twice', {
+    skip: !backend.isPostgres,
+  }, async () => {
+    const database = isolatedDatabase();
+    const hook = await startHookReceiver();
+    const settings = { claim_batch: 3, poll_interval_ms: 10 };
+    const first = await startBroadcastGateway({ database, broadcast: settings });
+    const second = await startBroadcastGateway({ database, broadcast: settings });
+    try {
+      await setBroadcast(first, true);
+      const { key } = await inferenceKey(first);
+      await createWebhook(first, hook);
+      await createWebhook(first, hook, { name: 'second hook' });
+      // The second instance hears of the change through Redis; without Redis it reads it fresh.
+      await waitUntil('both instances broadcasting', async () => {
+        await chat(second, key);
+        return (await outboxRows(second)).length > 0 || hook.deliveries().length > 0;
+      });
+      const requests = [];
+      for (let index = 0; index < 40; index += 1) requests.push(chat(index % 2 === 0 ? first : second, key));
+      await Promise.all(requests);
+      await first.services.generations.flush();
+      await second.services.generations.flush();
+      await waitUntil('the outbox drained', async () => (await outboxRows(first)).length === 0, 15_000);
+      const keys = hook.deliveries().map(keyOf);
+      assert.equal(new Set(keys).size, keys.length, 'an event was sent twice');
+      assert.ok(keys.length >= 80, `only ${keys.length} deliveries`);
+    } finally {
+      await first.close();
+      await second.close();
+      await hook.close();
+      await database.drop();
+    }
+  });
+});
