@@ -5,7 +5,7 @@
 // from /proc/<pid>/stat, peak memory from VmHWM in /proc/<pid>/status.
 //
 // Usage: npm run bench:inference [-- --duration 10 --only stream --broadcast otel-collector,langfuse,datadog]
-// --only matches a scenario's title or key (chat, stream, responses, single, slow).
+// --only matches a scenario's title or key (chat, stream, responses, single, slow, steady).
 // --broadcast enables observability broadcast on the gateway with one destination of each listed type
 // (webhook, otel-collector, langfuse, datadog), each sending to a local receiver on the load CPU; the
 // deliveries are counted after the run (bench/broadcast-receivers.ts).
@@ -53,6 +53,8 @@ interface Scenario {
   upstreamPath: string;
   gatewayPath: string;
   streaming: boolean;
+  /** Requests per second across all connections; unset means as fast as the target answers. */
+  overallRate?: number;
 }
 
 const chatRequest = {
@@ -106,6 +108,18 @@ const scenarios: Scenario[] = [
     connections: 256,
     body: JSON.stringify({ ...chatRequest, model: 'bench/slow' }),
     upstreamPath: '/slow/v1/chat/completions',
+    gatewayPath: '/api/v1/chat/completions',
+    streaming: false,
+  },
+  {
+    // Latency below saturation: what a request waits when the gateway has CPU to spare (the load an
+    // instance runs at in practice). The --broadcast comparison reads this row.
+    key: 'steady',
+    title: '6. chat at a steady 200 req/s, 4 connections',
+    connections: 4,
+    overallRate: 200,
+    body: JSON.stringify(chatRequest),
+    upstreamPath: '/v1/chat/completions',
     gatewayPath: '/api/v1/chat/completions',
     streaming: false,
   },
@@ -345,6 +359,7 @@ async function load(target: Target, scenario: Scenario): Promise<Measurement> {
     headers: target.headers,
     body: scenario.body,
     connections: scenario.connections,
+    ...(scenario.overallRate ? { overallRate: scenario.overallRate } : {}),
   };
   await runAutocannon({ ...options, duration: WARMUP_SECONDS });
   const latencies: number[] = [];

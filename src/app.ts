@@ -47,6 +47,7 @@ import { createSecretBox, resolveMasterKey, type SecretBox } from './platform/se
 import { throttled } from './platform/throttled.js';
 import { installValidators } from './platform/validation.js';
 import { openStorage, type Storage } from './storage/database.js';
+import type { BroadcastOutboxTable } from './storage/database-schema.js';
 import { initializeStorage } from './storage/initialize.js';
 import { createBroadcastWorker } from './workers/broadcast-worker.js';
 
@@ -107,12 +108,14 @@ export async function buildServices(
   });
   const credits = createCreditLedger(storage);
   /** Told when a group commit stored broadcast events; the server points it at its delivery worker. */
-  const outboxWritten: { listener: (() => void) | null } = { listener: null };
+  const outboxWritten: { listener: ((rows: readonly BroadcastOutboxTable[]) => void) | null } = {
+    listener: null,
+  };
   const generations = createGenerationLog({
     storage,
     logger: options.logger ?? pino({ level: config.log_level }),
     clock,
-    onOutboxWritten: () => outboxWritten.listener?.(),
+    onOutboxWritten: (rows) => outboxWritten.listener?.(rows),
   });
   const workspaces = createWorkspaceServices({ storage, cache, bus, clock });
   if (config.bootstrap_key) await keys.ensureBootstrapKey(config.bootstrap_key);
@@ -212,10 +215,11 @@ export async function buildApp(options: BuildOptions): Promise<{ app: FastifyIns
         clock,
         logger,
         registry: metrics,
+        bus: services.bus,
       })
     : null;
   if (broadcastWorker) {
-    services.outboxWritten.listener = () => broadcastWorker.wake();
+    services.outboxWritten.listener = (rows) => broadcastWorker.accept(rows);
     app.addHook('onReady', async () => broadcastWorker.start());
   }
   const policies = createPolicyCache({
@@ -232,6 +236,7 @@ export async function buildApp(options: BuildOptions): Promise<{ app: FastifyIns
   });
   const inference = await createInference({
     policies,
+    broadcastWorker: broadcastWorker?.owner ?? null,
     onPolicyError: throttled(30_000, (error: unknown) =>
       logger.error({ err: error }, 'a workspace policy could not be loaded; its requests get 503'),
     ),

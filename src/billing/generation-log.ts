@@ -165,8 +165,11 @@ export function createGenerationLog(options: {
   clock?: Clock;
   /** How long `close()` keeps retrying a failing database before giving the records up. */
   closeTimeoutMs?: number;
-  /** Runs after a batch that stored broadcast events committed (the delivery worker wakes up). */
-  onOutboxWritten?: (events: number) => void;
+  /**
+   * Runs after a batch that stored broadcast events committed, with the rows: the delivery worker
+   * sends those it holds the lease of straight away, without reading them back.
+   */
+  onOutboxWritten?: (rows: readonly BroadcastOutboxTable[]) => void;
 }): GenerationLog {
   const { logger } = options;
   const clock = options.clock ?? systemClock;
@@ -273,7 +276,7 @@ export function createGenerationLog(options: {
           for (const item of batch) forget(item.row);
           retryMs = 0;
           lastError = null;
-          if (outbox.length > 0) options.onOutboxWritten?.(outbox.length);
+          if (outbox.length > 0) options.onOutboxWritten?.(outbox);
         },
         (error: unknown) => {
           inFlight = [];

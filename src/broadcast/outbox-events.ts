@@ -76,6 +76,12 @@ export function outboxRowsFor(options: {
   workspaceId: string;
   region: string;
   now: Date;
+  /**
+   * The delivery worker of this instance: rows are stored already leased to it (the attempt
+   * counted), so it sends them from memory after the commit; if the process dies, the lease expires
+   * and any worker claims them. Null when this instance runs no worker.
+   */
+  lease: { owner: string; until: Date } | null;
 }): BroadcastOutboxTable[] {
   const { event, now } = options;
   const at = now.toISOString();
@@ -98,10 +104,10 @@ export function outboxRowsFor(options: {
       idempotency_key: idempotencyKeyOf(event.generation_id, target.id),
       payload,
       status: 'pending',
-      attempts: 0,
+      attempts: options.lease ? 1 : 0,
       next_attempt_at: at,
-      lease_until: null,
-      leased_by: null,
+      lease_until: options.lease ? options.lease.until.toISOString() : null,
+      leased_by: options.lease?.owner ?? null,
       last_error: null,
       last_status: null,
       created_at: at,

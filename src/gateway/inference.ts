@@ -45,6 +45,8 @@ export async function createInference(options: {
   onPolicyError?: (error: unknown) => void;
   /** Sees each content-filter stage that changed, flagged or blocked a request. */
   onContentFilter?: (stage: ContentFilterStage, generationId: string) => void;
+  /** The owner id of this instance's broadcast delivery worker; null when it runs none. */
+  broadcastWorker?: string | null;
 }) {
   const { config, clock, catalog } = options;
   const now = () => clock.now().getTime();
@@ -71,6 +73,7 @@ export async function createInference(options: {
     policies: options.policies,
     ...(options.onPolicyError ? { onPolicyError: options.onPolicyError } : {}),
     ...(options.onContentFilter ? { onContentFilter: options.onContentFilter } : {}),
+    broadcastWorker: options.broadcastWorker ?? null,
     log: options.onGeneration
       ? {
           ...options.log,

@@ -1,12 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { openDestinationConfig } from '../admin/observability/destination-config.js';
+import { POLICY_TOPIC } from '../admin/workspaces/workspace-access.js';
 import type { BroadcastEvent } from '../broadcast/broadcast-event.js';
 import { DeliveryError, type DestinationType, type OutboxItem } from '../broadcast/destination-type.js';
 import { destinationType } from '../broadcast/destination-types.js';
 import type { ExporterHttp } from '../broadcast/exporter-http.js';
 import { createOutboxRepository } from '../broadcast/outbox-repository.js';
 import type { Config } from '../config/config-schema.js';
+import type { ChangeBus } from '../platform/change-bus.js';
 import type { Clock } from '../platform/clock.js';
 import type { SecretBox } from '../platform/secret-box.js';
 import type { Storage } from '../storage/database.js';
@@ -19,6 +21,12 @@ export interface BroadcastWorkerLogger {
 }
 
 type Outcome = 'delivered' | 'retried' | 'dead' | 'dropped';
+
+/** How long the worker trusts a destination row it read (enabled, deleted, config). */
+const DESTINATION_CACHE_MS = 1_000;
+
+/** Handed-over rows kept in memory at most; more go back to the database to be claimed. */
+const MAX_HANDOFF_ROWS = 20_000;
 
 /** No single send runs longer than this (the HTTP client's own timeouts are shorter). */
 const SEND_TIMEOUT_MS = 40_000;
@@ -58,6 +66,8 @@ export function createBroadcastWorker(options: {
   registry?: Registry;
   /** Tests name the instance; otherwise a random id. */
   owner?: string;
+  /** Destination changes (policy invalidations) drop the worker's cached destination rows at once. */
+  bus?: ChangeBus;
 }) {
   const { settings, clock, logger, http } = options;
   const repository = createOutboxRepository(options.storage);
@@ -75,6 +85,15 @@ export function createBroadcastWorker(options: {
   const pausedUntil = new Map<string, number>();
   /** Rows claimed and not yet settled: released on stop. */
   const held = new Set<string>();
+  /**
+   * Rows this instance stored already leased to itself (the generation log hands them over after
+   * the commit), by destination: delivered from memory, without a claim query.
+   */
+  const handoff = new Map<string, BroadcastOutboxTable[]>();
+  let handoffSize = 0;
+  /** When the database was last asked for due rows; asked at most once per poll unless it had more. */
+  let lastDatabaseClaim = 0;
+  let databaseBacklog = true;
   const abort = new AbortController();
   let timer: NodeJS.Timeout | null = null;
   let looping: Promise<void> | null = null;
@@ -135,23 +154,47 @@ export function createBroadcastWorker(options: {
     return [...new Set([...busy.keys(), ...pausedUntil.keys()])];
   }
 
+  /** Handed-over rows of destinations that can be delivered to now, up to `free` destinations. */
+  function takeHandoff(free: number, skip: ReadonlySet<string>): Map<string, BroadcastOutboxTable[]> {
+    const taken = new Map<string, BroadcastOutboxTable[]>();
+    for (const [destinationId, rows] of handoff) {
+      if (taken.size >= free) break;
+      if (skip.has(destinationId)) continue;
+      const batch = rows.splice(0, settings.claim_batch);
+      if (rows.length === 0) handoff.delete(destinationId);
+      handoffSize -= batch.length;
+      taken.set(destinationId, batch);
+    }
+    return taken;
+  }
+
+  /** Starts deliveries: handed-over rows first, then due rows from the database (retries, other instances', recovered). */
   async function claim(): Promise<number> {
     const now = clock.now();
-    const rows = await repository.claim({
-      limit: settings.claim_batch,
-      now,
-      leaseUntil: new Date(now.getTime() + settings.lease_ms),
-      owner,
-      busy: excluded(now.getTime()),
-    });
+    const skip = new Set(excluded(now.getTime()));
+    const groups = takeHandoff(settings.concurrency - busy.size, skip);
+    const rows = [...groups.values()].flat();
+    const free = settings.concurrency - busy.size - groups.size;
+    const due = databaseBacklog || now.getTime() - lastDatabaseClaim >= settings.poll_interval_ms;
+    if (free > 0 && due) {
+      lastDatabaseClaim = now.getTime();
+      const claimed = await repository.claim({
+        limit: settings.claim_batch,
+        now,
+        leaseUntil: new Date(now.getTime() + settings.lease_ms),
+        owner,
+        busy: [...skip, ...groups.keys()],
+      });
+      databaseBacklog = claimed.length === settings.claim_batch;
+      for (const row of claimed) {
+        rows.push(row);
+        const group = groups.get(row.destination_id);
+        if (group) group.push(row);
+        else groups.set(row.destination_id, [row]);
+      }
+    }
     if (rows.length === 0) return 0;
     for (const row of rows) held.add(row.id);
-    const groups = new Map<string, BroadcastOutboxTable[]>();
-    for (const row of rows) {
-      const group = groups.get(row.destination_id);
-      if (group) group.push(row);
-      else groups.set(row.destination_id, [row]);
-    }
     // At most `concurrency` destinations at once: the groups beyond the free slots go back.
     const entries = [...groups];
     const started = entries.slice(0, Math.max(0, settings.concurrency - busy.size));
@@ -163,12 +206,7 @@ export function createBroadcastWorker(options: {
       );
       for (const row of returned) held.delete(row.id);
     }
-    const destinations = new Map(
-      (await repository.destinations(started.map(([id]) => id))).map((destination) => [
-        destination.id,
-        destination,
-      ]),
-    );
+    const destinations = await destinationsOf(started.map(([id]) => id));
     for (const [destinationId, group] of started) {
       const task = deliverGroup(destinations.get(destinationId) ?? null, group)
         .catch(async (error: unknown) => {
@@ -192,6 +230,51 @@ export function createBroadcastWorker(options: {
       busy.set(destinationId, task);
     }
     return rows.length;
+  }
+
+  /**
+   * Destination rows, read at most once a second per destination: every handed-over batch would
+   * otherwise cost a query. A change (disabled, deleted, new credentials) is announced on the change
+   * bus and empties the cache; DESTINATION_CACHE_MS bounds what a lost announcement can delay.
+   */
+  const destinationCache = new Map<string, { row: ObservabilityDestinationTable | null; at: number }>();
+  async function destinationsOf(
+    ids: readonly string[],
+  ): Promise<Map<string, ObservabilityDestinationTable | null>> {
+    const now = performance.now();
+    const result = new Map<string, ObservabilityDestinationTable | null>();
+    const missing: string[] = [];
+    for (const id of ids) {
+      const cached = destinationCache.get(id);
+      if (cached && now - cached.at < DESTINATION_CACHE_MS) result.set(id, cached.row);
+      else missing.push(id);
+    }
+    if (missing.length > 0) {
+      const rows = new Map((await repository.destinations(missing)).map((row) => [row.id, row]));
+      for (const id of missing) {
+        const row = rows.get(id) ?? null;
+        destinationCache.set(id, { row, at: now });
+        configCache.delete(id);
+        result.set(id, row);
+      }
+    }
+    return result;
+  }
+
+  options.bus?.subscribe(POLICY_TOPIC, () => destinationCache.clear());
+  options.bus?.onResync(() => destinationCache.clear());
+
+  /** Opened configs, by destination, for the cached row they were opened from. */
+  const configCache = new Map<
+    string,
+    { row: ObservabilityDestinationTable; config: Record<string, unknown> }
+  >();
+  function configOf(destination: ObservabilityDestinationTable): Record<string, unknown> {
+    const cached = configCache.get(destination.id);
+    if (cached && cached.row === destination) return cached.config;
+    const config = openDestinationConfig(destination, options.secretBox);
+    configCache.set(destination.id, { row: destination, config });
+    return config;
   }
 
   /** Marks rows settled in this worker's bookkeeping. */
@@ -245,7 +328,7 @@ export function createBroadcastWorker(options: {
     }
     let config: Record<string, unknown>;
     try {
-      config = openDestinationConfig(destination, options.secretBox);
+      config = configOf(destination);
     } catch (error) {
       // A master key that changed: keep the events (retried, then dead letters) and say why.
       logger.error({ err: error, destination_id: destination.id }, 'destination secrets cannot be opened');
@@ -276,7 +359,11 @@ export function createBroadcastWorker(options: {
       if (pause !== null) {
         // The receiver is down or asked to slow down: the events not yet tried wait with it, their
         // attempt not counted, and the destination is not claimed for until then.
-        const untried = items.slice(start + chunk.length).map(({ row }) => row);
+        const waiting = handoff.get(destination.id) ?? [];
+        handoff.delete(destination.id);
+        handoffSize -= waiting.length;
+        const untried = [...items.slice(start + chunk.length).map(({ row }) => row), ...waiting];
+        for (const row of waiting) held.add(row.id);
         pausedUntil.set(destination.id, pause.getTime());
         await repository.postpone(
           untried.map((row) => row.id),
@@ -424,6 +511,34 @@ export function createBroadcastWorker(options: {
     wake() {
       if (started && !stopped) void loop();
     },
+    /**
+     * Takes the rows a group commit just stored. Those leased to this worker are delivered from
+     * memory; beyond MAX_HANDOFF_ROWS, or once stopped, they are handed back to the database.
+     */
+    accept(rows: readonly BroadcastOutboxTable[]) {
+      const mine = rows.filter((row) => row.leased_by === owner);
+      const overflow: string[] = [];
+      for (const row of mine) {
+        if (stopped || handoffSize >= MAX_HANDOFF_ROWS) {
+          overflow.push(row.id);
+          continue;
+        }
+        const queued = handoff.get(row.destination_id);
+        if (queued) queued.push(row);
+        else handoff.set(row.destination_id, [row]);
+        handoffSize += 1;
+      }
+      if (overflow.length > 0) {
+        repository.release(overflow, owner).catch((error: unknown) => {
+          // Their leases expire and any worker claims them then.
+          logger.warn(
+            { err: error, events: overflow.length },
+            'broadcast events not handed back; they wait for their lease',
+          );
+        });
+      }
+      if (started && !stopped) void loop();
+    },
     /** Runs one claim-and-deliver pass to completion (tests drive the worker with it). */
     async drain(): Promise<void> {
       await loop();
@@ -437,7 +552,11 @@ export function createBroadcastWorker(options: {
       abort.abort();
       await looping?.catch(() => undefined);
       await Promise.allSettled([...busy.values()]);
-      if (held.size > 0) await repository.release([...held], owner).catch(() => undefined);
+      const waiting = [...handoff.values()].flat().map((row) => row.id);
+      handoff.clear();
+      handoffSize = 0;
+      const unsettled = [...held, ...waiting];
+      if (unsettled.length > 0) await repository.release(unsettled, owner).catch(() => undefined);
     },
   };
 }

@@ -288,6 +288,8 @@ export function createGenerationService(options: {
   onPolicyError?: (error: unknown) => void;
   /** Sees each content-filter stage that changed or flagged a request (logs and metrics). */
   onContentFilter?: (stage: ContentFilterStage, generationId: string) => void;
+  /** The owner id of this instance's broadcast delivery worker; null when it runs none. */
+  broadcastWorker?: string | null;
 }) {
   const { config, clock, planner, adapters, health, sessions, counters, credits, log, policies } = options;
 
@@ -664,6 +666,12 @@ export function createGenerationService(options: {
           workspaceId: record.workspace_id,
           region: config.broadcast.region,
           now: clock.now(),
+          lease: options.broadcastWorker
+            ? {
+                owner: options.broadcastWorker,
+                until: new Date(clock.now().getTime() + config.broadcast.lease_ms),
+              }
+            : null,
         }),
     };
   }
