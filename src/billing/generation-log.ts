@@ -99,6 +99,8 @@ export interface GenerationLogger {
  */
 export interface OutboxRowsBuilder {
   build(): BroadcastOutboxTable[];
+  /** The most rows it builds (one per destination that may select the event). */
+  rows: number;
   /** Roughly how many bytes the builder keeps alive until it runs (the request's text). */
   weight: number;
 }
@@ -119,6 +121,8 @@ export interface GenerationLog {
   pending(): number;
 }
 
+/** Broadcast rows one transaction writes at most (about 4 ms of SQLite work for ~3 KB events). */
+const MAX_OUTBOX_ROWS_PER_COMMIT = 32;
 /** Building broadcast events yields to the event loop after this long. */
 const BUILD_SLICE_MS = 4;
 /**
@@ -257,7 +261,7 @@ export function createGenerationLog(options: {
   function writeNext(): Promise<void> {
     if (writing) return writing;
     if (queue.length === 0) return Promise.resolve();
-    const batch = queue.splice(0, MAX_BATCH);
+    const batch = queue.splice(0, batchLength());
     inFlight = batch;
     reportDrops();
     let outbox: BroadcastOutboxTable[] = [];
@@ -298,6 +302,22 @@ export function createGenerationLog(options: {
         else schedule();
       });
     return writing;
+  }
+
+  /**
+   * How many queued records the next transaction takes: up to MAX_BATCH, but records carrying
+   * broadcast events stop it at about MAX_OUTBOX_ROWS_PER_COMMIT rows, since each row is a whole event
+   * and a transaction blocks the event loop while it runs (the rest follows on the next tick).
+   */
+  function batchLength(): number {
+    let rows = 0;
+    const limit = Math.min(MAX_BATCH, queue.length);
+    for (let index = 0; index < limit; index += 1) {
+      const outbox = queue[index]?.outbox ?? null;
+      rows += outbox === null ? 0 : Array.isArray(outbox) ? outbox.length : outbox.rows;
+      if (rows > MAX_OUTBOX_ROWS_PER_COMMIT) return Math.max(1, index);
+    }
+    return limit;
   }
 
   /**

@@ -7,7 +7,11 @@ import {
   SpanStatusCode,
   TraceFlags,
 } from '@opentelemetry/api';
-import { JsonTraceSerializer } from '@opentelemetry/otlp-transformer';
+// The serializer's own first step, imported directly: JsonTraceSerializer.serializeRequest would
+// stringify and encode the request, which normalizeNumbers must then decode and parse again. The
+// version is pinned exactly (package.json); test/broadcast/otlp-spans.test.ts checks the output.
+import { JSON_ENCODER } from '@opentelemetry/otlp-transformer/build/src/common/utils.js';
+import { createExportTraceServiceRequest } from '@opentelemetry/otlp-transformer/build/src/trace/internal.js';
 import { type Resource, resourceFromAttributes } from '@opentelemetry/resources';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
 import type { BroadcastEvent } from './broadcast-event.js';
@@ -118,9 +122,7 @@ export function encodeOtlpTraces(events: readonly BroadcastEvent[], options: Otl
     );
     return readableSpan(event, resource, attributes.values);
   });
-  const request = JSON.parse(
-    new TextDecoder().decode(JsonTraceSerializer.serializeRequest(spans)),
-  ) as OtlpJsonRequest;
+  const request = createExportTraceServiceRequest(spans, JSON_ENCODER) as unknown as OtlpJsonRequest;
   normalizeNumbers(request, doublesBySpan);
   return JSON.stringify(request);
 }

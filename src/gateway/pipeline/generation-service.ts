@@ -650,6 +650,7 @@ export function createGenerationService(options: {
     const request = textOnly(prepared.generation);
     return {
       weight: prepared.prompt.bytes + (output?.text.length ?? 0),
+      rows: targets.length,
       build: () =>
         outboxRowsFor({
           targets,
