@@ -26,7 +26,7 @@ type Outcome = 'delivered' | 'retried' | 'dead' | 'dropped';
 const DESTINATION_CACHE_MS = 1_000;
 
 /** Handed-over rows kept in memory at most; more go back to the database to be claimed. */
-const MAX_HANDOFF_ROWS = 20_000;
+const MAX_HANDOFF_ROWS = 5_000;
 
 /** No single send runs longer than this (the HTTP client's own timeouts are shorter). */
 const SEND_TIMEOUT_MS = 40_000;
