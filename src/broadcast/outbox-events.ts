@@ -28,8 +28,21 @@ const shorten = (messages: BroadcastMessage[] | null) =>
  * message is serialized once to measure it.
  */
 export function fitPayload(event: BroadcastEvent): string {
-  let text = JSON.stringify(event);
-  if (text.length <= MAX_PAYLOAD_CHARS) return text;
+  return fitEvent(event).text;
+}
+
+/**
+ * `fitPayload`, with the event its text encodes when nothing had to give way (null when the text is
+ * a trimmed copy: then only the text is the event as stored).
+ */
+function fitEvent(event: BroadcastEvent): { text: string; event: BroadcastEvent | null } {
+  const text = JSON.stringify(event);
+  if (text.length <= MAX_PAYLOAD_CHARS) return { text, event };
+  return { text: fitLarge(event, text), event: null };
+}
+
+function fitLarge(event: BroadcastEvent, serialized: string): string {
+  let text = serialized;
   let fitted = event;
   const input = event.input;
   if (input && input.length > 1) {
@@ -87,13 +100,13 @@ export function outboxRowsFor(options: {
   const at = now.toISOString();
   const rows: BroadcastOutboxTable[] = [];
   // Destinations with the same privacy and flags receive the same text: serialized once.
-  const payloads = new Map<string, string>();
+  const payloads = new Map<string, { text: string; event: BroadcastEvent | null }>();
   for (const target of options.targets) {
     if (!selects(target, event, options.keyHash, options.region)) continue;
     const variant = `${target.privacyMode}:${target.cost}:${target.identity}:${target.requestContext}`;
     let payload = payloads.get(variant);
     if (payload === undefined) {
-      payload = fitPayload(eventForDestination(target, event));
+      payload = fitEvent(eventForDestination(target, event));
       payloads.set(variant, payload);
     }
     rows.push({
@@ -102,7 +115,7 @@ export function outboxRowsFor(options: {
       workspace_id: options.workspaceId,
       generation_id: event.generation_id,
       idempotency_key: idempotencyKeyOf(event.generation_id, target.id),
-      payload,
+      payload: payload.text,
       status: 'pending',
       attempts: options.lease ? 1 : 0,
       next_attempt_at: at,
@@ -113,6 +126,19 @@ export function outboxRowsFor(options: {
       created_at: at,
       dead_at: null,
     });
+    const row = rows.at(-1);
+    if (row && payload.event) builtEvents.set(row, payload.event);
   }
   return rows;
+}
+
+/**
+ * The event a row was built from, while this process holds the row object (a handed-over row):
+ * the worker sends it without parsing the payload it just serialized. Rows read from the database
+ * are other objects and are parsed.
+ */
+const builtEvents = new WeakMap<BroadcastOutboxTable, BroadcastEvent>();
+
+export function eventOfBuiltRow(row: BroadcastOutboxTable): BroadcastEvent | undefined {
+  return builtEvents.get(row);
 }

@@ -6,6 +6,7 @@ import type { BroadcastEvent } from '../broadcast/broadcast-event.js';
 import { DeliveryError, type DestinationType, type OutboxItem } from '../broadcast/destination-type.js';
 import { destinationType } from '../broadcast/destination-types.js';
 import type { ExporterHttp } from '../broadcast/exporter-http.js';
+import { eventOfBuiltRow } from '../broadcast/outbox-events.js';
 import { createOutboxRepository } from '../broadcast/outbox-repository.js';
 import type { Config } from '../config/config-schema.js';
 import type { ChangeBus } from '../platform/change-bus.js';
@@ -313,7 +314,8 @@ export function createBroadcastWorker(options: {
         items.push({
           row,
           item: {
-            event: JSON.parse(row.payload) as BroadcastEvent,
+            // A handed-over row still has the event it was serialized from; others are parsed.
+            event: eventOfBuiltRow(row) ?? (JSON.parse(row.payload) as BroadcastEvent),
             idempotencyKey: row.idempotency_key,
             attempt: row.attempts,
           },

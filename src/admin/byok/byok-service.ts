@@ -54,20 +54,7 @@ export function createByokService(options: {
   const workspaces = createWorkspaceRepository(options.storage);
   const access = createWorkspaceAccess(workspaces);
 
-  /**
-   * The workspace a list or create acts on: the caller's own unless it names another. Like the keys
-   * API, only an organization key (management key of the default workspace) may name another
-   * workspace; for any other key, another workspace is a 404, as if it did not exist.
-   */
-  async function targetWorkspace(principal: Principal, requested: string | undefined, field: string) {
-    const id = requested?.toLowerCase();
-    if (id === undefined || id === principal.workspaceId) return principal.workspaceId;
-    if (!(await access.isOrganizationKey(principal))) throw notFound('Workspace not found');
-    if (!(await workspaces.findById(id))) {
-      throw invalidRequest(`Invalid request parameters: ${field} names no existing workspace`);
-    }
-    return id;
-  }
+  const targetWorkspace = access.targetWorkspace;
 
   async function reachable(principal: Principal, id: string): Promise<ByokRow> {
     const row = await credentials.findById(id.toLowerCase());

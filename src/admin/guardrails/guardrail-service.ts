@@ -52,21 +52,8 @@ export function createGuardrailService(options: {
     return { row: unstoredDefaultGuardrail(workspace), stored: false };
   }
 
-  /**
-   * The workspace a create or list names, or the caller's own. One message whether the workspace does
-   * not exist or is out of reach, so the answer reveals nothing about other workspaces.
-   */
-  async function workspaceOf(principal: Principal, id: string | undefined, field: string): Promise<string> {
-    if (id === undefined) return principal.workspaceId;
-    const [found] = await guardrails.workspaces(id.toLowerCase());
-    if (found && (await access.canAccess(principal, found.id))) return found.id;
-    // Like /keys and /byok: the organization key learns that the workspace does not exist; any
-    // other key gets the 404 of something out of reach, whether or not it exists.
-    if (!found && (await access.isOrganizationKey(principal))) {
-      throw invalidRequest(`Invalid request parameters: ${field} names no existing workspace`);
-    }
-    throw notFound('Workspace not found');
-  }
+  /** The workspace a create or list names, or the caller's own (as for /keys and /byok). */
+  const workspaceOf = access.targetWorkspace;
 
   async function checkPatterns(filters: GuardrailInput['content_filters']): Promise<void> {
     if (!filters) return;

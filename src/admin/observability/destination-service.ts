@@ -126,19 +126,7 @@ export function createDestinationService(options: {
     return toDestinationRecord(row, maskConfig(type, openDestinationConfig(row, secretBox)));
   }
 
-  /**
-   * The workspace a list or create acts on: the caller's own unless it names another. Only an
-   * organization key may name another workspace; for any other key that is a 404, as in /byok.
-   */
-  async function targetWorkspace(principal: Principal, requested: string | undefined, field: string) {
-    const id = requested?.toLowerCase();
-    if (id === undefined || id === principal.workspaceId) return principal.workspaceId;
-    if (!(await access.isOrganizationKey(principal))) throw notFound('Workspace not found');
-    if (!(await workspaces.findById(id))) {
-      throw invalidRequest(`Invalid request parameters: ${field} names no existing workspace`);
-    }
-    return id;
-  }
+  const targetWorkspace = access.targetWorkspace;
 
   /** A live destination within the caller's reach; anything else is the same 404. */
   async function reachable(principal: Principal, id: string): Promise<DestinationRow> {

@@ -1,4 +1,4 @@
-import { notFound } from '../../errors/app-error.js';
+import { invalidRequest, notFound } from '../../errors/app-error.js';
 import type { Principal } from '../../gateway/pipeline/authenticate.js';
 import type { ChangeBus } from '../../platform/change-bus.js';
 import type { WorkspaceRepository } from './workspace-repository.js';
@@ -27,6 +27,25 @@ export function createWorkspaceAccess(workspaces: WorkspaceRepository) {
     async canAccess(principal: Principal, workspaceId: string): Promise<boolean> {
       if (principal.workspaceId === workspaceId) return true;
       return principal.isManagement && principal.workspaceId === (await defaultWorkspaceId());
+    },
+    /**
+     * The workspace a create or list acts on: the caller's own unless it names another. Only an
+     * organization key may name another workspace (one that does not exist is a 400 naming `field`);
+     * any other key naming another workspace gets the 404 of something out of reach.
+     */
+    async targetWorkspace(
+      principal: Principal,
+      requested: string | undefined,
+      field: string,
+    ): Promise<string> {
+      const id = requested?.toLowerCase();
+      if (id === undefined || id === principal.workspaceId) return principal.workspaceId;
+      const organization = principal.isManagement && principal.workspaceId === (await defaultWorkspaceId());
+      if (!organization) throw notFound('Workspace not found');
+      if (!(await workspaces.findById(id))) {
+        throw invalidRequest(`Invalid request parameters: ${field} names no existing workspace`);
+      }
+      return id;
     },
     /** Throws the 404 of a resource the principal cannot see. */
     async assertAccess(
