@@ -4,7 +4,17 @@
  */
 export type ResetInterval = 'daily' | 'weekly' | 'monthly';
 
-export const utcDay = (at: Date): string => at.toISOString().slice(0, 10);
+let lastDayIndex = Number.NaN;
+let lastDay = '';
+/** The UTC calendar day of `at` (YYYY-MM-DD); the last answer is kept, as most calls ask for today. */
+export function utcDay(at: Date): string {
+  const index = Math.floor(at.getTime() / 86_400_000);
+  if (index !== lastDayIndex) {
+    lastDay = at.toISOString().slice(0, 10);
+    lastDayIndex = index;
+  }
+  return lastDay;
+}
 
 export function windowStartDays(now: Date): { day: string; week: string; month: string } {
   const midnight = Date.UTC(now.getUTCFullYear(), now.getUTCMonth(), now.getUTCDate());

@@ -83,12 +83,7 @@ export async function createInference(options: {
           },
         }
       : options.log,
-    addKeyUsage: (hash, amount) => {
-      // The cached usage only keeps limits current between loads; when the key is being reloaded
-      // and that load fails, the next load reads the recorded spend from the database anyway. A
-      // rejection here must not become an unhandled one (which would end the process).
-      options.keyCache.addUsage(hash, amount).catch(() => {});
-    },
+    addKeyUsage: (hash, amount) => options.keyCache.addUsage(hash, amount),
   });
   return {
     service,

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { hash, randomBytes, randomUUID } from 'node:crypto';
 
 export const newId = (): string => randomUUID();
 
@@ -9,7 +9,7 @@ export const isUuid = (value: string): boolean => uuidPattern.test(value);
 export const newApiKeySecret = (): string => `sk-sy-v1-${randomBytes(32).toString('hex')}`;
 
 /** The only form of an API key that is stored: its SHA-256, hex. */
-export const hashApiKey = (secret: string): string => createHash('sha256').update(secret).digest('hex');
+export const hashApiKey = (secret: string): string => hash('sha256', secret, 'hex');
 
 /** The display label of a key: its prefix, three characters at each end of the random part. */
 export function maskApiKey(secret: string): string {

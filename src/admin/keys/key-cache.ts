@@ -26,19 +26,28 @@ export const KEY_CACHE_MAX_AGE_MS = 60_000;
 export function createKeyCache(options: { repository: KeyRepository; bus: ChangeBus; clock: Clock }) {
   const { repository, bus, clock } = options;
   const entries = new Map<string, Promise<CachedKey | null>>();
+  /** The entries whose load has finished with a key: read without awaiting (`peek`). */
+  const ready = new Map<string, CachedKey>();
   const loadedAt = new Map<string, number>();
   const misses = new Map<string, number>();
 
-  bus.subscribe(TOPIC, (hash) => {
+  const forget = (hash: string) => {
     entries.delete(hash);
+    ready.delete(hash);
     loadedAt.delete(hash);
+  };
+  bus.subscribe(TOPIC, (hash) => {
+    forget(hash);
     misses.delete(hash);
   });
   bus.onResync(() => {
     entries.clear();
+    ready.clear();
     loadedAt.clear();
     misses.clear();
   });
+
+  const isFresh = (hash: string, now: number) => now - (loadedAt.get(hash) ?? now) < KEY_CACHE_MAX_AGE_MS;
 
   async function load(hash: string): Promise<CachedKey | null> {
     const row = await repository.findByHash(hash);
@@ -48,27 +57,41 @@ export function createKeyCache(options: { repository: KeyRepository; bus: Change
   }
 
   return {
+    /**
+     * The key when its entry is loaded and fresh, without awaiting (the request path's common case);
+     * undefined when `get` must be asked.
+     */
+    peek(hash: string): CachedKey | undefined {
+      const found = ready.get(hash);
+      return found && isFresh(hash, clock.now().getTime()) ? found : undefined;
+    },
+
     async get(hash: string): Promise<CachedKey | null> {
       const missedAt = misses.get(hash);
       if (missedAt !== undefined && clock.now().getTime() - missedAt < NEGATIVE_TTL_MS) return null;
       const now = clock.now().getTime();
       let entry = entries.get(hash);
-      if (entry && now - (loadedAt.get(hash) ?? now) >= KEY_CACHE_MAX_AGE_MS) entry = undefined;
+      if (entry && !isFresh(hash, now)) entry = undefined;
       if (!entry) {
-        entry = load(hash);
-        entries.set(hash, entry);
+        const loading = load(hash);
+        entry = loading;
+        ready.delete(hash);
+        entries.set(hash, loading);
         loadedAt.set(hash, now);
-        entry.then(
+        loading.then(
           (found) => {
-            if (found) return;
-            entries.delete(hash);
-            loadedAt.delete(hash);
+            // A newer load (or an invalidation) replaced this one meanwhile: it has the last word.
+            if (entries.get(hash) !== loading) return;
+            if (found) {
+              ready.set(hash, found);
+              return;
+            }
+            forget(hash);
             if (misses.size >= MAX_NEGATIVE_ENTRIES) misses.delete(misses.keys().next().value as string);
             misses.set(hash, clock.now().getTime());
           },
           () => {
-            entries.delete(hash);
-            loadedAt.delete(hash);
+            if (entries.get(hash) === loading) forget(hash);
           },
         );
       }
@@ -80,22 +103,40 @@ export function createKeyCache(options: { repository: KeyRepository; bus: Change
       await bus.publish(TOPIC, hash);
     },
 
-    /** Adds spend to a cached entry so limits read from memory stay current on this instance. */
-    async addUsage(hash: string, amount: { usageNanos: number; byokNanos: number; at: Date }): Promise<void> {
-      const entry = await entries.get(hash);
-      if (!entry) return;
-      const day = utcDay(amount.at);
-      entry.usage.lifetime.usage += amount.usageNanos;
-      entry.usage.lifetime.byok += amount.byokNanos;
-      const existing = entry.usage.days.find((item) => item.day === day);
-      if (existing) {
-        existing.usage += amount.usageNanos;
-        existing.byok += amount.byokNanos;
-      } else {
-        entry.usage.days.push({ day, usage: amount.usageNanos, byok: amount.byokNanos });
+    /**
+     * Adds spend to a cached entry so limits read from memory stay current on this instance: at once
+     * when the entry is loaded, else when its load ends. The cached usage only keeps limits current
+     * between loads; a load that fails is followed by one that reads the recorded spend anyway, so
+     * its failure is ignored here.
+     */
+    addUsage(hash: string, amount: { usageNanos: number; byokNanos: number; at: Date }): void {
+      const found = ready.get(hash);
+      if (found) {
+        addToEntry(found, amount);
+        return;
       }
+      entries.get(hash)?.then(
+        (entry) => {
+          if (entry) addToEntry(entry, amount);
+        },
+        () => {},
+      );
     },
   };
+}
+
+/** Adds one generation's spend to a cached key's lifetime and daily usage. */
+function addToEntry(entry: CachedKey, amount: { usageNanos: number; byokNanos: number; at: Date }): void {
+  const day = utcDay(amount.at);
+  entry.usage.lifetime.usage += amount.usageNanos;
+  entry.usage.lifetime.byok += amount.byokNanos;
+  const existing = entry.usage.days.find((item) => item.day === day);
+  if (existing) {
+    existing.usage += amount.usageNanos;
+    existing.byok += amount.byokNanos;
+  } else {
+    entry.usage.days.push({ day, usage: amount.usageNanos, byok: amount.byokNanos });
+  }
 }
 
 export type KeyCache = ReturnType<typeof createKeyCache>;

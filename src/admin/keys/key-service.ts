@@ -223,7 +223,7 @@ export function createKeyService(options: {
         usageNanos: amount.usageNanos,
         byokNanos: amount.byokNanos,
       });
-      await cache.addUsage(hash, { ...amount, at });
+      cache.addUsage(hash, { ...amount, at });
     },
 
     /** `GET /key`: the calling key as seen from its cached entry, without a database round trip. */

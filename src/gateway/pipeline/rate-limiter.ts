@@ -9,7 +9,8 @@ export interface RateLimitDecision {
 }
 
 export interface RateLimiter {
-  hit(subject: string): Promise<RateLimitDecision>;
+  /** Counts one request; the in-process limiter decides without awaiting. */
+  hit(subject: string): RateLimitDecision | Promise<RateLimitDecision>;
 }
 
 interface WindowSettings {
@@ -28,10 +29,12 @@ function decide(count: number, settings: WindowSettings, windowIndex: number): R
 }
 
 /** Fixed windows counted in this process; right for a single instance. */
-export function createMemoryRateLimiter(settings: WindowSettings): RateLimiter {
+export function createMemoryRateLimiter(settings: WindowSettings): {
+  hit(subject: string): RateLimitDecision;
+} {
   const windows = new Map<string, { index: number; count: number }>();
   return {
-    async hit(subject) {
+    hit(subject) {
       const index = Math.floor(settings.now() / 1000 / settings.windowSeconds);
       const current = windows.get(subject);
       const window = current && current.index === index ? current : { index, count: 0 };

@@ -72,31 +72,54 @@ export function toUpstreamError(error: unknown, signal?: AbortSignal): UpstreamE
   return new UpstreamError({ message: `Upstream connection failed: ${message}`, kind: 'connection' });
 }
 
-/** Reads a (small) body to text, stopping at a cap; used for error bodies and non-streamed replies. */
-export async function readText(
+/**
+ * Reads a (small) body to text, stopping at a cap; used for error bodies and non-streamed replies.
+ * Listens to the stream's events rather than iterating it: one promise per body, not one per chunk.
+ */
+export function readText(
   body: UpstreamResponse['body'],
   limit: number,
   signal?: AbortSignal,
 ): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  try {
-    for await (const chunk of body) {
-      const buffer = chunk as Buffer;
-      size += buffer.length;
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const cleanup = () => {
+      body.off('data', onData);
+      body.off('end', onEnd);
+      body.off('error', onError);
+      body.off('close', onClose);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
       if (size > limit) {
+        cleanup();
         body.destroy();
-        throw new UpstreamError({
-          message: `Upstream response exceeds ${limit} bytes`,
-          kind: 'invalid-response',
-        });
+        reject(
+          new UpstreamError({
+            message: `Upstream response exceeds ${limit} bytes`,
+            kind: 'invalid-response',
+          }),
+        );
+        return;
       }
-      chunks.push(buffer);
-    }
-  } catch (error) {
-    throw toUpstreamError(error, signal);
-  }
-  return Buffer.concat(chunks).toString('utf8');
+      chunks.push(chunk);
+    };
+    const onEnd = () => {
+      cleanup();
+      resolve(chunks.length === 1 ? chunks[0]!.toString('utf8') : Buffer.concat(chunks).toString('utf8'));
+    };
+    const onError = (error: Error) => {
+      cleanup();
+      reject(toUpstreamError(error, signal));
+    };
+    // Destroyed without an error (and so without 'end'): the body will never be complete.
+    const onClose = () => onError(new Error('Premature close'));
+    body.on('data', onData);
+    body.on('end', onEnd);
+    body.on('error', onError);
+    body.on('close', onClose);
+  });
 }
 
 function retryAfter(headers: IncomingHttpHeaders): number | null {
