@@ -97,13 +97,20 @@ export function createAuthenticator(options: {
     done: (error?: Error) => void,
   ): void {
     request.principal = principal;
-    if (auth === 'management' && !principal.isManagement) return done(managementKeyRequired());
-    if (!rateLimiter) return done();
+    if (auth === 'management' && !principal.isManagement) {
+      done(managementKeyRequired());
+      return;
+    }
+    if (!rateLimiter) {
+      done();
+      return;
+    }
     let decision: RateLimitDecision | Promise<RateLimitDecision>;
     try {
       decision = rateLimiter.hit(principal.keyHash);
     } catch (error) {
-      return done(error as Error);
+      done(error as Error);
+      return;
     }
     if (decision instanceof Promise) {
       decision.then((settled) => done(rateLimited(settled) ?? undefined), done);
@@ -119,12 +126,16 @@ export function createAuthenticator(options: {
   return function authenticate(request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) {
     const auth = request.routeOptions.config.auth ?? 'any';
     // An unknown route answers 404 whoever asks; there is nothing behind it to protect.
-    if (auth === 'public' || request.is404) return done();
+    if (auth === 'public' || request.is404) {
+      done();
+      return;
+    }
     let principal: Principal | Promise<Principal>;
     try {
       principal = principalFor(credentialHeader(request));
     } catch (error) {
-      return done(error as Error);
+      done(error as Error);
+      return;
     }
     if (principal instanceof Promise) {
       principal.then((settled) => admit(request, auth, settled, done), done);
