@@ -24,9 +24,6 @@ import { spanName } from './exporters/exporter-support.js';
  * span kind and flags) is exactly what OTLP receivers expect.
  */
 
-/** The test-connection payload: a valid request that carries no span (reference §3.3). */
-export const EMPTY_OTLP_REQUEST = '{"resourceSpans":[]}';
-
 /**
  * Read once at load: `../../package.json` is the repository's manifest both from `src/broadcast`
  * (tsx, tests) and from `dist/broadcast` (the build's rootDir is `src`).

@@ -3,8 +3,8 @@ import { readFileSync } from 'node:fs';
 import { describe, it } from 'node:test';
 import type { BroadcastEvent } from '../../src/broadcast/broadcast-event.js';
 import { spanName } from '../../src/broadcast/exporters/exporter-support.js';
+import { EMPTY_OTLP_REQUEST } from '../../src/broadcast/exporters/otlp-delivery.js';
 import {
-  EMPTY_OTLP_REQUEST,
   encodeOtlpTraces,
   type OtlpJsonKeyValue,
   type OtlpJsonRequest,

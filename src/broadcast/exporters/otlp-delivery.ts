@@ -6,7 +6,21 @@ import {
   type OutboxItem,
   type SendOutcome,
 } from '../destination-type.js';
-import { EMPTY_OTLP_REQUEST, encodeOtlpTraces, type OtlpTraceOptions } from '../otlp-spans.js';
+import type { OtlpTraceOptions } from '../otlp-spans.js';
+
+/**
+ * The OTLP encoder and the OpenTelemetry packages under it (~20 MB resident) are loaded by the
+ * first OTLP delivery, not at start: a gateway with no such destination never pays for them.
+ */
+let otlpSpans: Promise<typeof import('../otlp-spans.js')> | null = null;
+export const loadOtlpSpans = () => {
+  otlpSpans ??= import('../otlp-spans.js');
+  return otlpSpans;
+};
+
+/** The test-connection payload: a valid request that carries no span (reference §3.3). */
+export const EMPTY_OTLP_REQUEST = '{"resourceSpans":[]}';
+
 import { type ConfigProblem, headerProblems, jsonObject, mergeHeaders } from './exporter-support.js';
 
 /**
@@ -92,6 +106,7 @@ async function deliverOtlpTraces(
   options: OtlpDeliveryOptions = {},
 ): Promise<SendOutcome | undefined> {
   if (items.length === 0) return undefined;
+  const { encodeOtlpTraces } = await loadOtlpSpans();
   const chunks = splitBySize(
     items.map((_, index) => index),
     (indexes) =>

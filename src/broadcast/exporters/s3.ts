@@ -1,5 +1,4 @@
-import { Sha256 } from '@aws-crypto/sha256-js';
-import { SignatureV4 } from '@smithy/signature-v4';
+import type { SignatureV4 } from '@smithy/signature-v4';
 import { type Static, Type } from 'typebox';
 import type { BroadcastEvent } from '../broadcast-event.js';
 import {
@@ -114,7 +113,20 @@ function pathSafe(name: string): string {
   return safe.length > 0 ? safe : 'unnamed';
 }
 
-function signer(config: S3Config): SignatureV4 {
+/**
+ * The signing libraries (~15 MB resident) are loaded by the first S3 delivery or check, not at start:
+ * most gateways never send to S3.
+ */
+let signingLibraries: Promise<
+  [typeof import('@smithy/signature-v4'), typeof import('@aws-crypto/sha256-js')]
+> | null = null;
+const loadSigningLibraries = () => {
+  signingLibraries ??= Promise.all([import('@smithy/signature-v4'), import('@aws-crypto/sha256-js')]);
+  return signingLibraries;
+};
+
+async function signer(config: S3Config): Promise<SignatureV4> {
+  const [{ SignatureV4 }, { Sha256 }] = await loadSigningLibraries();
   return new SignatureV4({
     service: 's3',
     region: config.region ?? DEFAULT_REGION,
@@ -151,7 +163,7 @@ async function signRequest(options: {
   const url = new URL(location.origin);
   const own = { host: url.host, ...(body ? { 'content-type': 'application/json' } : {}) };
   const headers = mergeHeaders(config.headers, own, SIGNING_HEADERS);
-  const signed = await signer(config).sign(
+  const signed = await (await signer(config)).sign(
     {
       method,
       protocol: url.protocol,

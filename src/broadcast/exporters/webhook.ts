@@ -1,8 +1,7 @@
 import { type Static, Type } from 'typebox';
 import type { DestinationType } from '../destination-type.js';
-import { encodeOtlpTraces } from '../otlp-spans.js';
 import { CustomHeadersSchema, headerProblems, urlProblems } from './exporter-support.js';
-import { type OtlpTarget, sendChunks, testOtlpConnection } from './otlp-delivery.js';
+import { loadOtlpSpans, type OtlpTarget, sendChunks, testOtlpConnection } from './otlp-delivery.js';
 
 const webhookConfigSchema = Type.Object(
   {
@@ -32,8 +31,9 @@ export const webhookDestination: DestinationType<WebhookConfig> = {
   urls: (config) => [config.url],
   maxBatch: 1,
   testOnSave: true,
-  send: (items, context) =>
-    sendChunks(
+  send: async (items, context) => {
+    const { encodeOtlpTraces } = await loadOtlpSpans();
+    return sendChunks(
       items.map((item, index) => ({
         indexes: [index],
         body: encodeOtlpTraces([item.event]),
@@ -41,7 +41,8 @@ export const webhookDestination: DestinationType<WebhookConfig> = {
       })),
       context,
       target(context.config),
-    ),
+    );
+  },
   testConnection: (context) => testOtlpConnection(context, target(context.config)),
 };
 

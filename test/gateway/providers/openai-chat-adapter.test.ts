@@ -228,6 +228,28 @@ describe('OpenAI chat-completions adapter against a fake upstream', () => {
     assert.ok(garbled instanceof UpstreamError && garbled.kind === 'invalid-response' && garbled.retryable);
   });
 
+  it('fails (never hangs) on a reply cut mid-body, and on a client abort while the body arrives', async () => {
+    upstream.handle((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json', 'content-length': '4000' });
+      response.write('{"id":"chatcmpl-abc","choices":[');
+      setTimeout(() => response.socket?.destroy(), 20);
+    });
+    const cut = await adapter.generate(call()).catch((caught: unknown) => caught);
+    assert.ok(cut instanceof UpstreamError, String(cut));
+    assert.ok(cut.retryable, `a cut reply is the endpoint's fault (${cut.kind})`);
+
+    upstream.handle((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json', 'content-length': '4000' });
+      response.write('{"id":"chatcmpl-abc","choices":[');
+    });
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 50);
+    const aborted = await adapter
+      .generate(call({ signal: controller.signal }))
+      .catch((caught: unknown) => caught);
+    assert.ok(aborted instanceof UpstreamError && aborted.kind === 'aborted', String(aborted));
+  });
+
   it('turns a stream cut mid-frame after output into an in-band error part', async () => {
     upstream.handle(async (_request, response) => {
       response.writeHead(200, { 'content-type': 'text/event-stream' });
