@@ -520,9 +520,20 @@ export function createBroadcastWorker(options: {
     accept(rows: readonly BroadcastOutboxTable[]) {
       const mine = rows.filter((row) => row.leased_by === owner);
       const overflow: string[] = [];
+      const now = clock.now().getTime();
+      // Events of a paused destination wait in the database, unleased, until the pause ends: kept
+      // here they would hold a lease the pause (Retry-After up to an hour) can outlast.
+      const paused = new Map<number, string[]>();
       for (const row of mine) {
         if (stopped || handoffSize >= MAX_HANDOFF_ROWS) {
           overflow.push(row.id);
+          continue;
+        }
+        const until = pausedUntil.get(row.destination_id);
+        if (until !== undefined && until > now) {
+          const ids = paused.get(until);
+          if (ids) ids.push(row.id);
+          else paused.set(until, [row.id]);
           continue;
         }
         const queued = handoff.get(row.destination_id);
@@ -536,6 +547,14 @@ export function createBroadcastWorker(options: {
           logger.warn(
             { err: error, events: overflow.length },
             'broadcast events not handed back; they wait for their lease',
+          );
+        });
+      }
+      for (const [until, ids] of paused) {
+        repository.postpone(ids, new Date(until), owner).catch((error: unknown) => {
+          logger.warn(
+            { err: error, events: ids.length },
+            'broadcast events of a paused destination not postponed; they wait for their lease',
           );
         });
       }

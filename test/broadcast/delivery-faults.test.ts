@@ -192,6 +192,39 @@ describe('broadcast delivery faults', () => {
     assert.ok(soonest - Date.now() > 25_000, 'every event waits out the 30 s Retry-After');
   });
 
+  it('does not hold events that arrive while their destination is paused: they wait unleased in storage', async () => {
+    const limited = await startHookReceiver(() => ({
+      status: 429,
+      headers: { 'retry-after': '30' },
+      body: {},
+    }));
+    receivers.push(limited);
+    const id = await createWebhook(gateway, limited);
+    const mine = async () => (await outboxRows(gateway)).filter((row) => row.destination_id === id);
+    await chat(gateway, app.key);
+    await waitUntil('the first event refused and the destination paused', async () => {
+      const rows = await mine();
+      return rows.length === 1 && rows[0]!.lease_until === null && limited.deliveries().length === 1;
+    });
+    const pausedUntil = (await mine())[0]!.next_attempt_at;
+    for (let index = 0; index < 3; index += 1) await chat(gateway, app.key);
+    await waitUntil('the later events postponed to the end of the pause', async () => {
+      const rows = await mine();
+      return rows.length === 4 && rows.every((row) => row.lease_until === null && row.leased_by === null);
+    });
+    const rows = await mine();
+    assert.equal(limited.deliveries().length, 1, 'nothing more was sent while paused');
+    for (const row of rows) {
+      assert.ok(row.next_attempt_at >= pausedUntil, `${row.next_attempt_at} waits for ${pausedUntil}`);
+      assert.equal(row.status, 'pending');
+    }
+    assert.deepEqual(
+      rows.map((row) => row.attempts).sort(),
+      [0, 0, 0, 1],
+      'only the event that was tried spent an attempt',
+    );
+  });
+
   it('buries an unreadable stored event and delivers the rest of its batch', async () => {
     const hook = await startHookReceiver();
     receivers.push(hook);
