@@ -11,10 +11,8 @@
 // deliveries are counted after the run (bench/broadcast-receivers.ts).
 // Linux only; needs taskset (util-linux) and two CPUs. The gateway runs from dist/ (the npm script
 // builds it first); when its inference routes are missing, its column reads "not available".
-import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import { existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { performance } from 'node:perf_hooks';
@@ -22,6 +20,16 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { Agent, request } from 'undici';
+import {
+  cpuSeconds,
+  freePort,
+  launchGateway,
+  peakRssMegabytes,
+  planCpus,
+  startPinned,
+  stopAll,
+  waitUntilReady,
+} from './bench-processes.js';
 import { enableBroadcast, reportBroadcast, startBroadcastReceivers } from './broadcast-receivers.js';
 
 const { values } = parseArgs({
@@ -161,101 +169,6 @@ function fail(message: string): never {
   process.exit(1);
 }
 
-/** The CPUs this process may use, from Cpus_allowed_list (e.g. "0-3,6"): a container may not own CPU 0. */
-function allowedCpus(): number[] {
-  const list = /^Cpus_allowed_list:\s*(.+)$/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? '';
-  return list.split(',').flatMap((range) => {
-    const [first, last = first] = range.split('-').map(Number);
-    if (first === undefined || last === undefined || Number.isNaN(first)) return [];
-    return Array.from({ length: last - first + 1 }, (_, offset) => first + offset);
-  });
-}
-
-function planCpus(): { proxyCpu: number; loadCpu: number } {
-  if (process.platform !== 'linux') fail('reads /proc and pins processes to CPUs: Linux only');
-  try {
-    execFileSync('taskset', ['--version'], { stdio: 'ignore' });
-  } catch {
-    fail('taskset not found (it is part of util-linux)');
-  }
-  const [proxyCpu, loadCpu] = allowedCpus();
-  if (proxyCpu === undefined || loadCpu === undefined)
-    fail('needs two CPUs: one for the proxy under test, one for the load generator and the upstream');
-  return { proxyCpu, loadCpu };
-}
-
-const clockTicks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
-
-/** User + system CPU seconds of a process, all threads included. */
-function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-  // The command name (field 2) is parenthesised and may hold spaces, so count fields after it:
-  // utime and stime are fields 14 and 15, i.e. the 12th and 13th after the name.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / clockTicks;
-}
-
-/** Peak resident memory; undefined once the process has gone. */
-function peakRssMegabytes(pid: number): number | undefined {
-  try {
-    const kilobytes = /^VmHWM:\s*(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
-    return kilobytes === undefined ? undefined : Number(kilobytes) / 1024;
-  } catch {
-    return undefined;
-  }
-}
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
-      );
-    });
-  });
-}
-
-const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-const started: Array<{ child: ChildProcess; exited: Promise<unknown> }> = [];
-
-/** Starts node on one CPU. taskset execs node in place, so the child's pid is node's. */
-function startPinned(cpu: number, args: string[], env: Record<string, string>): ChildProcess {
-  const child = spawn('taskset', ['-c', String(cpu), process.execPath, ...args], {
-    env: { PATH: process.env.PATH ?? '', ...env },
-    stdio: ['ignore', 'inherit', 'inherit'],
-  });
-  started.push({ child, exited: new Promise((resolve) => child.once('exit', resolve)) });
-  return child;
-}
-
-async function stopAll(): Promise<void> {
-  await Promise.all(
-    started.map(({ child, exited }) => {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-      return exited;
-    }),
-  );
-}
-
-async function waitUntilReady(url: string, child: ChildProcess, name: string): Promise<void> {
-  for (let attempt = 0; attempt < 200; attempt += 1) {
-    if (child.exitCode !== null || child.signalCode !== null)
-      throw new Error(`${name} exited (${child.exitCode ?? child.signalCode})`);
-    try {
-      const response = await fetch(url);
-      await response.text();
-      if (response.ok) return;
-    } catch {
-      // not listening yet
-    }
-    await sleep(100);
-  }
-  throw new Error(`${name} did not answer ${url} within 20 s`);
-}
-
 /** An error body's message, short enough for a table cell. */
 function describeFailure(status: number, text: string): string {
   let message = text;
@@ -283,42 +196,19 @@ async function startGateway(cpu: number, upstreamOrigin: string, directory: stri
     path: (scenario) => scenario.gatewayPath,
     unavailable: null,
   };
-  const main = join(root, 'dist/main.js');
-  if (!existsSync(main)) return { ...target, unavailable: 'not available (no dist/main.js: npm run build)' };
-  const port = await freePort();
-  const managementKey = `sk-sy-v1-${randomBytes(32).toString('hex')}`;
   // BENCH_GATEWAY_NODE_ARGS adds node flags to the gateway alone, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
   const nodeArgs = (process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(/\s+/).filter(Boolean);
-  const child = startPinned(cpu, [...nodeArgs, main, 'serve'], {
-    PORT: String(port),
-    HOST: '127.0.0.1',
-    DATABASE_URL: `sqlite:${join(directory, 'bench.db')}`,
-    SWITCHYARD_BOOTSTRAP_KEY: managementKey,
-    SWITCHYARD_CONFIG: join(root, 'bench/inference-config.yaml'),
-    LOG_LEVEL: 'warn',
-    BENCH_UPSTREAM: upstreamOrigin,
-  });
-  const origin = `http://127.0.0.1:${port}`;
   try {
-    await waitUntilReady(`${origin}/health`, child, 'gateway');
-    const created = await fetch(`${origin}/api/v1/keys`, {
-      method: 'POST',
-      headers: { authorization: `Bearer ${managementKey}`, 'content-type': 'application/json' },
-      body: JSON.stringify({ name: 'bench' }),
-    });
-    const text = await created.text();
-    if (!created.ok)
-      return { ...target, unavailable: `key creation ${describeFailure(created.status, text)}` };
-    const { key } = JSON.parse(text) as { key: string };
+    const gateway = await launchGateway({ checkout: root, cpu, upstreamOrigin, directory, nodeArgs });
     if (broadcastTypes.length > 0) {
-      const problem = await enableBroadcast(origin, managementKey, broadcastTypes, receivers);
+      const problem = await enableBroadcast(gateway.origin, gateway.managementKey, broadcastTypes, receivers);
       if (problem) return { ...target, unavailable: `broadcast setup ${problem}` };
     }
     return {
       ...target,
-      origin,
-      pid: child.pid ?? null,
-      headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+      origin: gateway.origin,
+      pid: gateway.child.pid ?? null,
+      headers: { authorization: `Bearer ${gateway.key}`, 'content-type': 'application/json' },
     };
   } catch (error) {
     return { ...target, unavailable: `not available (${(error as Error).message})` };
@@ -442,7 +332,13 @@ interface Check {
 
 // ---------------------------------------------------------------------------------------------------
 
-const { proxyCpu, loadCpu } = planCpus();
+let plannedCpus: { proxyCpu: number; loadCpu: number };
+try {
+  plannedCpus = planCpus();
+} catch (error) {
+  fail((error as Error).message);
+}
+const { proxyCpu, loadCpu } = plannedCpus;
 // Every thread of this process (the load generator) moves to the load CPU; children start pinned.
 execFileSync('taskset', ['-a', '-p', '-c', String(loadCpu), String(process.pid)], { stdio: 'ignore' });
 

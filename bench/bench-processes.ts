@@ -1,0 +1,154 @@
+// Process plumbing shared by the benchmarks that pin a proxy to one CPU and its load to another
+// (bench/inference.ts, bench/side-by-side.ts): CPU planning, pinned children, CPU time and peak
+// memory read from /proc, free ports, readiness.
+import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+
+/** The CPUs this process may use, from Cpus_allowed_list (e.g. "0-3,6"): a container may not own CPU 0. */
+export function allowedCpus(): number[] {
+  const list = /^Cpus_allowed_list:\s*(.+)$/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1] ?? '';
+  return list.split(',').flatMap((range) => {
+    const [first, last = first] = range.split('-').map(Number);
+    if (first === undefined || last === undefined || Number.isNaN(first)) return [];
+    return Array.from({ length: last - first + 1 }, (_, offset) => first + offset);
+  });
+}
+
+export function planCpus(): { proxyCpu: number; loadCpu: number } {
+  if (process.platform !== 'linux') throw new Error('reads /proc and pins processes to CPUs: Linux only');
+  try {
+    execFileSync('taskset', ['--version'], { stdio: 'ignore' });
+  } catch {
+    throw new Error('taskset not found (it is part of util-linux)');
+  }
+  const [proxyCpu, loadCpu] = allowedCpus();
+  if (proxyCpu === undefined || loadCpu === undefined)
+    throw new Error(
+      'needs two CPUs: one for the proxy under test, one for the load generator and the upstream',
+    );
+  return { proxyCpu, loadCpu };
+}
+
+const clockTicks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
+
+/** User + system CPU seconds of a process, all threads included. */
+export function cpuSeconds(pid: number): number {
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  // The command name (field 2) is parenthesised and may hold spaces, so count fields after it:
+  // utime and stime are fields 14 and 15, i.e. the 12th and 13th after the name.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return (Number(fields[11]) + Number(fields[12])) / clockTicks;
+}
+
+/** Peak resident memory; undefined once the process has gone. */
+export function peakRssMegabytes(pid: number): number | undefined {
+  try {
+    const kilobytes = /^VmHWM:\s*(\d+) kB$/m.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+    return kilobytes === undefined ? undefined : Number(kilobytes) / 1024;
+  } catch {
+    return undefined;
+  }
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.listen(0, '127.0.0.1', () => {
+      const address = server.address();
+      server.close(() =>
+        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
+      );
+    });
+  });
+}
+
+export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
+
+const started: Array<{ child: ChildProcess; exited: Promise<unknown> }> = [];
+
+/** Starts node on one CPU. taskset execs node in place, so the child's pid is node's. */
+export function startPinned(cpu: number, args: string[], env: Record<string, string>): ChildProcess {
+  const child = spawn('taskset', ['-c', String(cpu), process.execPath, ...args], {
+    env: { PATH: process.env.PATH ?? '', ...env },
+    stdio: ['ignore', 'inherit', 'inherit'],
+  });
+  started.push({ child, exited: new Promise((resolve) => child.once('exit', resolve)) });
+  return child;
+}
+
+export async function stopAll(): Promise<void> {
+  await Promise.all(
+    started.map(({ child, exited }) => {
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+      return exited;
+    }),
+  );
+}
+
+export async function waitUntilReady(url: string, child: ChildProcess, name: string): Promise<void> {
+  for (let attempt = 0; attempt < 200; attempt += 1) {
+    if (child.exitCode !== null || child.signalCode !== null)
+      throw new Error(`${name} exited (${child.exitCode ?? child.signalCode})`);
+    try {
+      const response = await fetch(url);
+      await response.text();
+      if (response.ok) return;
+    } catch {
+      // not listening yet
+    }
+    await sleep(100);
+  }
+  throw new Error(`${name} did not answer ${url} within 20 s`);
+}
+
+/** A gateway started from a build's dist/, with an inference key created through its bootstrap key. */
+export interface LaunchedGateway {
+  child: ChildProcess;
+  origin: string;
+  managementKey: string;
+  /** An inference key (management keys are refused on inference routes). */
+  key: string;
+}
+
+/**
+ * Starts `<checkout>/dist/main.js serve` pinned to `cpu`, with SQLite in `directory` and
+ * bench/inference-config.yaml pointing at `upstreamOrigin`, and creates an inference key. Throws with
+ * a short reason when the gateway does not start or refuses the key.
+ */
+export async function launchGateway(options: {
+  checkout: string;
+  cpu: number;
+  upstreamOrigin: string;
+  directory: string;
+  nodeArgs?: string[];
+  /** Where bench/inference-config.yaml is read from (the checkout under test by default). */
+  configRoot?: string;
+}): Promise<LaunchedGateway> {
+  const main = join(options.checkout, 'dist/main.js');
+  if (!existsSync(main)) throw new Error(`no ${main}: run npm run build there`);
+  const port = await freePort();
+  const managementKey = `sk-sy-v1-${randomBytes(32).toString('hex')}`;
+  const child = startPinned(options.cpu, [...(options.nodeArgs ?? []), main, 'serve'], {
+    PORT: String(port),
+    HOST: '127.0.0.1',
+    DATABASE_URL: `sqlite:${join(options.directory, 'bench.db')}`,
+    SWITCHYARD_BOOTSTRAP_KEY: managementKey,
+    SWITCHYARD_CONFIG: join(options.configRoot ?? options.checkout, 'bench/inference-config.yaml'),
+    LOG_LEVEL: 'warn',
+    BENCH_UPSTREAM: options.upstreamOrigin,
+  });
+  const origin = `http://127.0.0.1:${port}`;
+  await waitUntilReady(`${origin}/health`, child, 'gateway');
+  const created = await fetch(`${origin}/api/v1/keys`, {
+    method: 'POST',
+    headers: { authorization: `Bearer ${managementKey}`, 'content-type': 'application/json' },
+    body: JSON.stringify({ name: 'bench' }),
+  });
+  const text = await created.text();
+  if (!created.ok) throw new Error(`key creation failed (HTTP ${created.status}: ${text.slice(0, 100)})`);
+  const { key } = JSON.parse(text) as { key: string };
+  return { child, origin, managementKey, key };
+}

@@ -1,0 +1,160 @@
+// Side-by-side CPU comparison of two builds of the gateway: a change is measured against the build
+// before it while both run at once, on the same CPU, under the same load. On a shared or virtual
+// machine single runs of bench/inference.ts move by 10–15% from one run to the next, which hides any
+// change smaller than that; two builds loaded together see the same interference, so their ratio
+// holds steady where each absolute figure does not.
+//
+// Usage:
+//   git worktree add /tmp/base HEAD~1 && (cd /tmp/base && npm ci && npm run build)
+//   npm run build && node --import tsx bench/side-by-side.ts --base /tmp/base [--requests 20000]
+//     [--rounds 3] [--connections 16] [--path /api/v1/responses] [--stream]
+//
+// Both gateways are pinned to one CPU, the fake upstream and this load generator to the other; each
+// gateway gets its own autocannon with the same request count, started together, and its CPU time
+// (user + system, all threads) is read from /proc before and after each round.
+import { execFileSync } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import autocannon from 'autocannon';
+import {
+  cpuSeconds,
+  freePort,
+  type LaunchedGateway,
+  launchGateway,
+  peakRssMegabytes,
+  planCpus,
+  startPinned,
+  stopAll,
+  waitUntilReady,
+} from './bench-processes.js';
+
+const { values } = parseArgs({
+  options: {
+    base: { type: 'string' },
+    requests: { type: 'string', default: '20000' },
+    rounds: { type: 'string', default: '3' },
+    connections: { type: 'string', default: '16' },
+    path: { type: 'string', default: '/api/v1/chat/completions' },
+    stream: { type: 'boolean', default: false },
+  },
+});
+
+function fail(message: string): never {
+  console.error(`bench:side-by-side: ${message}`);
+  process.exit(1);
+}
+
+const positive = (name: string, text: string | undefined): number => {
+  const value = Number(text);
+  if (!Number.isSafeInteger(value) || value <= 0) fail(`--${name} must be a positive integer, got "${text}"`);
+  return value;
+};
+if (!values.base) fail('--base <checkout with a built dist/> is required');
+const requests = positive('requests', values.requests);
+const rounds = positive('rounds', values.rounds);
+const connections = positive('connections', values.connections);
+const root = fileURLToPath(new URL('..', import.meta.url));
+const builds = [
+  { name: 'base', checkout: resolve(values.base) },
+  { name: 'this checkout', checkout: root },
+];
+
+const body = values.path.endsWith('/responses')
+  ? { model: 'bench/fast', input: 'Say hello in fifty words.', max_output_tokens: 64 }
+  : {
+      model: 'bench/fast',
+      messages: [{ role: 'user', content: 'Say hello in fifty words.' }],
+      max_tokens: 64,
+    };
+const payload = JSON.stringify(values.stream ? { ...body, stream: true } : body);
+
+function run(gateway: LaunchedGateway, amount: number): Promise<autocannon.Result> {
+  return new Promise((done, reject) => {
+    autocannon(
+      {
+        url: `${gateway.origin}${values.path}`,
+        method: 'POST',
+        headers: { authorization: `Bearer ${gateway.key}`, 'content-type': 'application/json' },
+        body: payload,
+        connections,
+        amount,
+      },
+      (error, result) => (error ? reject(error) : done(result)),
+    );
+  });
+}
+
+const median = (figures: number[]) => [...figures].sort((a, b) => a - b)[Math.floor(figures.length / 2)]!;
+
+let plannedCpus: { proxyCpu: number; loadCpu: number };
+try {
+  plannedCpus = planCpus();
+} catch (error) {
+  fail((error as Error).message);
+}
+const { proxyCpu, loadCpu } = plannedCpus;
+execFileSync('taskset', ['-a', '-p', '-c', String(loadCpu), String(process.pid)], { stdio: 'ignore' });
+const directories = builds.map(() => mkdtempSync(join(tmpdir(), 'switchyard-side-by-side-')));
+
+try {
+  const upstreamPort = await freePort();
+  const upstreamOrigin = `http://127.0.0.1:${upstreamPort}`;
+  const upstream = startPinned(
+    loadCpu,
+    ['--import', 'tsx', join(root, 'bench/fake-upstream.ts'), '--port', String(upstreamPort)],
+    {},
+  );
+  await waitUntilReady(`${upstreamOrigin}/health`, upstream, 'fake upstream');
+  const gateways = await Promise.all(
+    builds.map((build, index) =>
+      launchGateway({
+        checkout: build.checkout,
+        cpu: proxyCpu,
+        upstreamOrigin,
+        directory: directories[index]!,
+        // Both read this checkout's bench config, so a difference is the code's, not the setup's.
+        configRoot: root,
+      }).catch((error: Error) => fail(`${build.name} (${build.checkout}): ${error.message}`)),
+    ),
+  );
+  console.log(
+    `side by side on CPU ${proxyCpu}: POST ${values.path}${values.stream ? ' (streaming)' : ''}, ` +
+      `${requests} requests × ${connections} connections per build and round`,
+  );
+  // Warm-up: JIT, pools and caches of both builds.
+  await Promise.all(gateways.map((gateway) => run(gateway, Math.min(requests, 3000))));
+
+  const figures = builds.map(() => [] as number[]);
+  for (let round = 1; round <= rounds; round += 1) {
+    const before = gateways.map((gateway) => cpuSeconds(gateway.child.pid!));
+    const results = await Promise.all(gateways.map((gateway) => run(gateway, requests)));
+    // Records are written just after their responses: the group commit belongs to the round.
+    await new Promise((settle) => setTimeout(settle, 500));
+    const cells = gateways.map((gateway, index) => {
+      const result = results[index]!;
+      const failed = result.non2xx + result.errors;
+      const micros = ((cpuSeconds(gateway.child.pid!) - before[index]!) * 1e6) / requests;
+      figures[index]!.push(micros);
+      return `${builds[index]!.name} ${micros.toFixed(1)} µs/req${failed > 0 ? ` (${failed} failed)` : ''}`;
+    });
+    console.log(`round ${round}: ${cells.join(', ')}`);
+  }
+  const [base, current] = figures.map(median) as [number, number];
+  console.log(
+    `median CPU per request: base ${base.toFixed(1)} µs, this checkout ${current.toFixed(1)} µs ` +
+      `(${(((current - base) / base) * 100).toFixed(1)}%)`,
+  );
+  console.log(
+    `peak RSS: ${gateways
+      .map(
+        (gateway, index) => `${builds[index]!.name} ${peakRssMegabytes(gateway.child.pid!)?.toFixed(0)} MB`,
+      )
+      .join(', ')}`,
+  );
+} finally {
+  await stopAll();
+  for (const directory of directories) rmSync(directory, { recursive: true, force: true });
+}
