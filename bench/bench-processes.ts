@@ -152,3 +152,33 @@ export async function launchGateway(options: {
   const { key } = JSON.parse(text) as { key: string };
   return { child, origin, managementKey, key };
 }
+
+/**
+ * Plans the two CPUs (the proxy's, the load's) and moves every thread of this process, the load
+ * generator, to the load CPU; children are started pinned. `fail` reports a machine that cannot.
+ */
+export function claimCpus(fail: (message: string) => never): { proxyCpu: number; loadCpu: number } {
+  let planned: { proxyCpu: number; loadCpu: number };
+  try {
+    planned = planCpus();
+  } catch (error) {
+    fail((error as Error).message);
+  }
+  execFileSync('taskset', ['-a', '-p', '-c', String(planned.loadCpu), String(process.pid)], {
+    stdio: 'ignore',
+  });
+  return planned;
+}
+
+/** Starts bench/fake-upstream.ts of `root` pinned to `cpu`; resolves to its origin once it answers. */
+export async function startFakeUpstream(root: string, cpu: number): Promise<string> {
+  const port = await freePort();
+  const origin = `http://127.0.0.1:${port}`;
+  const upstream = startPinned(
+    cpu,
+    ['--import', 'tsx', join(root, 'bench/fake-upstream.ts'), '--port', String(port)],
+    {},
+  );
+  await waitUntilReady(`${origin}/health`, upstream, 'fake upstream');
+  return origin;
+}

@@ -1,17 +1,3 @@
-// Inference benchmark: what the gateway's proxy hop costs, next to a bare Node passthrough proxy
-// (bench/bare-proxy.mjs) in front of the same fake upstream (bench/fake-upstream.ts). The proxy under
-// test runs alone on one CPU; this process (the load generator) and the fake upstream share another,
-// so a proxy's figures are its own and not those of the load it is given. CPU time per request comes
-// from /proc/<pid>/stat, peak memory from VmHWM in /proc/<pid>/status.
-//
-// Usage: npm run bench:inference [-- --duration 10 --only stream --broadcast otel-collector,langfuse,datadog]
-// --only matches a scenario's title or key (chat, stream, responses, single, slow, steady).
-// --broadcast enables observability broadcast on the gateway with one destination of each listed type
-// (webhook, otel-collector, langfuse, datadog), each sending to a local receiver on the load CPU; the
-// deliveries are counted after the run (bench/broadcast-receivers.ts).
-// Linux only; needs taskset (util-linux) and two CPUs. The gateway runs from dist/ (the npm script
-// builds it first); when its inference routes are missing, its column reads "not available".
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { cpus, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -21,11 +7,12 @@ import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import { Agent, request } from 'undici';
 import {
+  claimCpus,
   cpuSeconds,
   freePort,
   launchGateway,
   peakRssMegabytes,
-  planCpus,
+  startFakeUpstream,
   startPinned,
   stopAll,
   waitUntilReady,
@@ -332,15 +319,8 @@ interface Check {
 
 // ---------------------------------------------------------------------------------------------------
 
-let plannedCpus: { proxyCpu: number; loadCpu: number };
-try {
-  plannedCpus = planCpus();
-} catch (error) {
-  fail((error as Error).message);
-}
-const { proxyCpu, loadCpu } = plannedCpus;
-// Every thread of this process (the load generator) moves to the load CPU; children start pinned.
-execFileSync('taskset', ['-a', '-p', '-c', String(loadCpu), String(process.pid)], { stdio: 'ignore' });
+// This process (the load generator) moves to the load CPU; children start pinned.
+const { proxyCpu, loadCpu } = claimCpus(fail);
 
 const selected = scenarios.filter(
   (scenario) => !only || scenario.key.includes(only) || scenario.title.toLowerCase().includes(only),
@@ -354,14 +334,7 @@ const results = new Map<string, Map<TargetName, Outcome>>();
 const firstBytes = new Map<TargetName, FirstByte>();
 
 try {
-  const upstreamPort = await freePort();
-  const upstreamOrigin = `http://127.0.0.1:${upstreamPort}`;
-  const upstream = startPinned(
-    loadCpu,
-    ['--import', 'tsx', join(root, 'bench/fake-upstream.ts'), '--port', String(upstreamPort)],
-    {},
-  );
-  await waitUntilReady(`${upstreamOrigin}/health`, upstream, 'fake upstream');
+  const upstreamOrigin = await startFakeUpstream(root, loadCpu);
 
   const barePort = await freePort();
   const bare = startPinned(

@@ -4,12 +4,12 @@
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
+import { freePort } from './bench-processes.js';
 
 const { values } = parseArgs({
   options: { duration: { type: 'string', default: '10' }, connections: { type: 'string', default: '50' } },
@@ -17,18 +17,6 @@ const { values } = parseArgs({
 const duration = Number(values.duration);
 const connections = Number(values.connections);
 const root = fileURLToPath(new URL('..', import.meta.url));
-
-async function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() =>
-        typeof address === 'object' && address ? resolve(address.port) : reject(new Error('no port')),
-      );
-    });
-  });
-}
 
 async function waitForHealth(url: string): Promise<void> {
   for (let attempt = 0; attempt < 200; attempt += 1) {

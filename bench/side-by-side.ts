@@ -1,18 +1,3 @@
-// Side-by-side CPU comparison of two builds of the gateway: a change is measured against the build
-// before it while both run at once, on the same CPU, under the same load. On a shared or virtual
-// machine single runs of bench/inference.ts move by 10–15% from one run to the next, which hides any
-// change smaller than that; two builds loaded together see the same interference, so their ratio
-// holds steady where each absolute figure does not.
-//
-// Usage:
-//   git worktree add /tmp/base HEAD~1 && (cd /tmp/base && npm ci && npm run build)
-//   npm run build && node --import tsx bench/side-by-side.ts --base /tmp/base [--requests 20000]
-//     [--rounds 3] [--connections 16] [--path /api/v1/responses] [--stream]
-//
-// Both gateways are pinned to one CPU, the fake upstream and this load generator to the other; each
-// gateway gets its own autocannon with the same request count, started together, and its CPU time
-// (user + system, all threads) is read from /proc before and after each round.
-import { execFileSync } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -20,15 +5,13 @@ import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import autocannon from 'autocannon';
 import {
+  claimCpus,
   cpuSeconds,
-  freePort,
   type LaunchedGateway,
   launchGateway,
   peakRssMegabytes,
-  planCpus,
-  startPinned,
+  startFakeUpstream,
   stopAll,
-  waitUntilReady,
 } from './bench-processes.js';
 
 const { values } = parseArgs({
@@ -89,25 +72,12 @@ function run(gateway: LaunchedGateway, amount: number): Promise<autocannon.Resul
 
 const median = (figures: number[]) => [...figures].sort((a, b) => a - b)[Math.floor(figures.length / 2)]!;
 
-let plannedCpus: { proxyCpu: number; loadCpu: number };
-try {
-  plannedCpus = planCpus();
-} catch (error) {
-  fail((error as Error).message);
-}
-const { proxyCpu, loadCpu } = plannedCpus;
-execFileSync('taskset', ['-a', '-p', '-c', String(loadCpu), String(process.pid)], { stdio: 'ignore' });
+// This process (the load generator) moves to the load CPU; children start pinned.
+const { proxyCpu, loadCpu } = claimCpus(fail);
 const directories = builds.map(() => mkdtempSync(join(tmpdir(), 'switchyard-side-by-side-')));
 
 try {
-  const upstreamPort = await freePort();
-  const upstreamOrigin = `http://127.0.0.1:${upstreamPort}`;
-  const upstream = startPinned(
-    loadCpu,
-    ['--import', 'tsx', join(root, 'bench/fake-upstream.ts'), '--port', String(upstreamPort)],
-    {},
-  );
-  await waitUntilReady(`${upstreamOrigin}/health`, upstream, 'fake upstream');
+  const upstreamOrigin = await startFakeUpstream(root, loadCpu);
   const gateways = await Promise.all(
     builds.map((build, index) =>
       launchGateway({

@@ -161,14 +161,19 @@ describe('broadcast delivery faults', () => {
     await waitUntil('the retried letter delivered', () => refusing.deliveries().length === 2);
   });
 
-  it('pauses a destination that answers 429: the events not yet tried wait without losing an attempt', async () => {
+  /** A webhook destination whose receiver answers every request with 429 and `Retry-After: 30`. */
+  async function rateLimitedWebhook() {
     const limited = await startHookReceiver(() => ({
       status: 429,
       headers: { 'retry-after': '30' },
       body: {},
     }));
     receivers.push(limited);
-    const id = await createWebhook(gateway, limited);
+    return { limited, id: await createWebhook(gateway, limited) };
+  }
+
+  it('pauses a destination that answers 429: the events not yet tried wait without losing an attempt', async () => {
+    const { limited, id } = await rateLimitedWebhook();
     for (let index = 0; index < 5; index += 1) await chat(gateway, app.key);
     await waitUntil('five events rescheduled', async () => {
       const rows = await outboxRows(gateway);
@@ -193,13 +198,7 @@ describe('broadcast delivery faults', () => {
   });
 
   it('does not hold events that arrive while their destination is paused: they wait unleased in storage', async () => {
-    const limited = await startHookReceiver(() => ({
-      status: 429,
-      headers: { 'retry-after': '30' },
-      body: {},
-    }));
-    receivers.push(limited);
-    const id = await createWebhook(gateway, limited);
+    const { limited, id } = await rateLimitedWebhook();
     const mine = async () => (await outboxRows(gateway)).filter((row) => row.destination_id === id);
     await chat(gateway, app.key);
     await waitUntil('the first event refused and the destination paused', async () => {
