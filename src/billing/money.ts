@@ -10,7 +10,11 @@ export const usdToNanos = (usd: number): number => Math.round(usd * NANOS_PER_US
  * request, and the string round trip is the slow path.
  */
 export const nanosToUsd = (nanos: number): number =>
-  Number.isSafeInteger(nanos) ? nanos / NANOS_PER_USD : Number((nanos / NANOS_PER_USD).toFixed(9));
+  Number.isSafeInteger(nanos)
+    ? nanos === 0
+      ? 0 // never -0
+      : nanos / NANOS_PER_USD
+    : Number((nanos / NANOS_PER_USD).toFixed(9));
 
 /**
  * The largest single amount accepted at the edge (a key limit, a grant): nano-dollar sums must stay

@@ -19,6 +19,11 @@ describe('nanosToUsd', () => {
     assert.equal(nanosToUsd(usdToNanos(0.1) + usdToNanos(0.2)), 0.3);
   });
 
+  it('answers 0, never -0, for nothing', () => {
+    assert.ok(Object.is(nanosToUsd(0), 0));
+    assert.ok(Object.is(nanosToUsd(-0), 0));
+  });
+
   it('rounds a fractional amount to 9 places', () => {
     assert.equal(nanosToUsd(0.4), 0);
     assert.equal(nanosToUsd(1.6), 0.000000002);

@@ -14,7 +14,11 @@ import type { OtlpTraceOptions } from '../otlp-spans.js';
  */
 let otlpSpans: Promise<typeof import('../otlp-spans.js')> | null = null;
 export const loadOtlpSpans = () => {
-  otlpSpans ??= import('../otlp-spans.js');
+  // A failed import is not remembered: the next delivery tries again.
+  otlpSpans ??= import('../otlp-spans.js').catch((error: unknown) => {
+    otlpSpans = null;
+    throw error;
+  });
   return otlpSpans;
 };
 

@@ -121,7 +121,13 @@ let signingLibraries: Promise<
   [typeof import('@smithy/signature-v4'), typeof import('@aws-crypto/sha256-js')]
 > | null = null;
 const loadSigningLibraries = () => {
-  signingLibraries ??= Promise.all([import('@smithy/signature-v4'), import('@aws-crypto/sha256-js')]);
+  // A failed import is not remembered: the next delivery tries again.
+  signingLibraries ??= Promise.all([import('@smithy/signature-v4'), import('@aws-crypto/sha256-js')]).catch(
+    (error: unknown) => {
+      signingLibraries = null;
+      throw error;
+    },
+  );
   return signingLibraries;
 };
 

@@ -27,6 +27,12 @@ const MAX_TOKEN_LENGTH = 512;
 
 const unauthorized = (message: string) => new AppError('authentication', message);
 
+/** A rejection handler for a hook's `done`: a rejection without a reason still fails the request. */
+const failWith =
+  (done: (error?: Error) => void) =>
+  (error: unknown): void =>
+    done(error instanceof Error ? error : new Error(`authentication failed: ${String(error)}`));
+
 /**
  * The bearer credential. Anthropic's clients send the key as `x-api-key` instead (SDKs before 1.0,
  * curl examples from its docs); it is accepted as if it were `Authorization: Bearer <key>`.
@@ -113,7 +119,7 @@ export function createAuthenticator(options: {
       return;
     }
     if (decision instanceof Promise) {
-      decision.then((settled) => done(rateLimited(settled) ?? undefined), done);
+      decision.then((settled) => done(rateLimited(settled) ?? undefined), failWith(done));
       return;
     }
     done(rateLimited(decision) ?? undefined);
@@ -138,7 +144,9 @@ export function createAuthenticator(options: {
       return;
     }
     if (principal instanceof Promise) {
-      principal.then((settled) => admit(request, auth, settled, done), done);
+      principal
+        .then((settled) => admit(request, auth, settled, done), failWith(done))
+        .catch((error: unknown) => request.log.error({ err: error }, 'authentication failed unexpectedly'));
       return;
     }
     admit(request, auth, principal, done);

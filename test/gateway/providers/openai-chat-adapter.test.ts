@@ -228,6 +228,31 @@ describe('OpenAI chat-completions adapter against a fake upstream', () => {
     assert.ok(garbled instanceof UpstreamError && garbled.kind === 'invalid-response' && garbled.retryable);
   });
 
+  it('stops reading an error body at its cap without ending the process', async () => {
+    const page = `<html><body>${'Bad Gateway '.repeat(10_000)}</body></html>`; // ~120 KB
+    upstream.handle((_request, response) => {
+      response.writeHead(502, { 'content-type': 'text/html' }).end(page);
+    });
+    for (let attempt = 0; attempt < 3; attempt += 1) {
+      const failed = await adapter.generate(call()).catch((caught: unknown) => caught);
+      assert.ok(failed instanceof UpstreamError && failed.status === 502 && failed.retryable, String(failed));
+      assert.equal(failed.raw, '', 'an error body over the cap is not kept');
+    }
+    // An 'error' emitted with no listener would have ended the process before this line.
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    upstream.handle((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          id: 'chatcmpl-after',
+          object: 'chat.completion',
+          model: 'gpt-4o-mini',
+          choices: [{ index: 0, message: { role: 'assistant', content: 'fine' }, finish_reason: 'stop' }],
+        }),
+      );
+    });
+    assert.equal((await adapter.generate(call())).text, 'fine');
+  });
+
   it('fails (never hangs) on a reply cut mid-body, and on a client abort while the body arrives', async () => {
     upstream.handle((_request, response) => {
       response.writeHead(200, { 'content-type': 'application/json', 'content-length': '4000' });

@@ -93,9 +93,10 @@ export function readText(
     const onData = (chunk: Buffer) => {
       size += chunk.length;
       if (size > limit) {
-        cleanup();
-        body.destroy();
-        reject(
+        // Destroyed with the error, which comes back through onError: undici emits an 'error' for a
+        // body destroyed before its end, and with no listener left that would end the process.
+        body.off('data', onData);
+        body.destroy(
           new UpstreamError({
             message: `Upstream response exceeds ${limit} bytes`,
             kind: 'invalid-response',
@@ -115,6 +116,10 @@ export function readText(
     };
     // Destroyed without an error (and so without 'end'): the body will never be complete.
     const onClose = () => onError(new Error('Premature close'));
+    if (body.destroyed) {
+      onClose();
+      return;
+    }
     body.on('data', onData);
     body.on('end', onEnd);
     body.on('error', onError);
