@@ -5,11 +5,14 @@ import { DeliveryError } from '../../src/broadcast/destination-type.js';
 import { createExporterHttp } from '../../src/broadcast/exporter-http.js';
 import { type BraintrustConfig, braintrustDestination } from '../../src/broadcast/exporters/braintrust.js';
 import {
+  assertRetryAfter,
   exportContext,
+  finalFailure,
   outboxItem,
   privateEvent,
   type ReceivedRequest,
   type ReceiverReply,
+  retryableFailure,
   sampleEvent,
   startReceiver,
 } from '../helpers/broadcast-fixtures.js';
@@ -210,21 +213,13 @@ test('braintrust: a 500 and a 429 are retryable, the 429 with its Retry-After', 
     body: { error: 'Internal error' },
   }));
   try {
-    await assert.rejects(
-      braintrustDestination.send([outboxItem()], context),
-      (error: unknown) => error instanceof DeliveryError && error.retryable && error.status === 500,
-    );
+    await assert.rejects(braintrustDestination.send([outboxItem()], context), retryableFailure(500));
     receiver.reply = () => ({
       status: 429,
       headers: { 'retry-after': '3' },
       body: { error: 'Too many requests' },
     });
-    await assert.rejects(braintrustDestination.send([outboxItem()], context), (error: unknown) => {
-      assert.ok(error instanceof DeliveryError);
-      assert.equal(error.retryable, true);
-      assert.equal(error.retryAfterMs, 3_000);
-      return true;
-    });
+    await assertRetryAfter(braintrustDestination.send([outboxItem()], context), 3_000);
   } finally {
     await receiver.close();
   }
@@ -235,16 +230,13 @@ test('braintrust: a bad key (401) and a project out of reach (403) are not retry
   try {
     await assert.rejects(
       braintrustDestination.send([outboxItem()], exportContext({ ...config, apiKey: 'sk-wrong' }, http)),
-      (error: unknown) => error instanceof DeliveryError && error.status === 401 && !error.retryable,
+      finalFailure(401),
     );
     const otherProject = exportContext(
       { ...config, projectId: '00000000-0000-4000-8000-000000000000' },
       http,
     );
-    await assert.rejects(
-      braintrustDestination.send([outboxItem()], otherProject),
-      (error: unknown) => error instanceof DeliveryError && error.status === 403 && !error.retryable,
-    );
+    await assert.rejects(braintrustDestination.send([outboxItem()], otherProject), finalFailure(403));
   } finally {
     await receiver.close();
   }

@@ -1,15 +1,17 @@
 import assert from 'node:assert/strict';
 import { after, test } from 'node:test';
 import { Value } from 'typebox/value';
-import { DeliveryError } from '../../src/broadcast/destination-type.js';
 import { createExporterHttp } from '../../src/broadcast/exporter-http.js';
 import { type DatadogConfig, datadogDestination } from '../../src/broadcast/exporters/datadog.js';
 import {
+  assertRetryAfter,
   exportContext,
+  finalFailure,
   outboxItem,
   privateEvent,
   type ReceivedRequest,
   type ReceiverReply,
+  retryableFailure,
   sampleEvent,
   startReceiver,
 } from '../helpers/broadcast-fixtures.js';
@@ -348,21 +350,13 @@ test('datadog: a 500 and a 429 are retryable, the 429 with its Retry-After', asy
     body: { errors: ['Internal Server Error'] },
   }));
   try {
-    await assert.rejects(
-      datadogDestination.send([outboxItem()], context),
-      (error: unknown) => error instanceof DeliveryError && error.retryable && error.status === 500,
-    );
+    await assert.rejects(datadogDestination.send([outboxItem()], context), retryableFailure(500));
     receiver.reply = () => ({
       status: 429,
       headers: { 'retry-after': '5' },
       body: { errors: ['Too many requests'] },
     });
-    await assert.rejects(datadogDestination.send([outboxItem()], context), (error: unknown) => {
-      assert.ok(error instanceof DeliveryError);
-      assert.equal(error.retryable, true);
-      assert.equal(error.retryAfterMs, 5_000);
-      return true;
-    });
+    await assertRetryAfter(datadogDestination.send([outboxItem()], context), 5_000);
   } finally {
     await receiver.close();
   }
@@ -373,12 +367,12 @@ test('datadog: an unknown key (403) and a refused payload (400) are not retryabl
   try {
     await assert.rejects(
       datadogDestination.send([outboxItem()], exportContext({ ...config, apiKey: 'wrong' }, http)),
-      (error: unknown) => error instanceof DeliveryError && error.status === 403 && !error.retryable,
+      finalFailure(403),
     );
     receiver.reply = () => ({ status: 400, body: { errors: [{ title: 'Bad Request' }] } });
     await assert.rejects(
       datadogDestination.send([outboxItem()], exportContext(config, http)),
-      (error: unknown) => error instanceof DeliveryError && error.status === 400 && !error.retryable,
+      finalFailure(400),
     );
   } finally {
     await receiver.close();
@@ -393,7 +387,7 @@ test('datadog: testConnection validates the key', async () => {
     assert.equal(receiver.requests[0]?.url, '/api/v1/validate');
     await assert.rejects(
       datadogDestination.testConnection(exportContext({ ...config, apiKey: 'wrong' }, http)),
-      (error: unknown) => error instanceof DeliveryError && error.status === 403 && !error.retryable,
+      finalFailure(403),
     );
   } finally {
     await receiver.close();

@@ -5,7 +5,9 @@ import { DeliveryError } from '../../src/broadcast/destination-type.js';
 import { createExporterHttp } from '../../src/broadcast/exporter-http.js';
 import { type LangfuseConfig, langfuseDestination } from '../../src/broadcast/exporters/langfuse.js';
 import {
+  assertRetryAfter,
   exportContext,
+  finalFailure,
   outboxItem,
   privateEvent,
   type ReceivedRequest,
@@ -277,12 +279,7 @@ test('langfuse: a 429 carries its Retry-After', async () => {
     body: { message: 'Rate limit exceeded' },
   }));
   try {
-    await assert.rejects(langfuseDestination.send([outboxItem()], context), (error: unknown) => {
-      assert.ok(error instanceof DeliveryError);
-      assert.equal(error.retryable, true);
-      assert.equal(error.retryAfterMs, 12_000);
-      return true;
-    });
+    await assertRetryAfter(langfuseDestination.send([outboxItem()], context), 12_000);
   } finally {
     await receiver.close();
   }
@@ -369,7 +366,7 @@ test('langfuse: testConnection reads the project and fails on bad keys', async (
     assert.equal(receiver.requests[0]?.text, '');
     await assert.rejects(
       langfuseDestination.testConnection(exportContext({ ...config, publicKey: 'pk-lf-other' }, http)),
-      (error: unknown) => error instanceof DeliveryError && error.status === 401 && !error.retryable,
+      finalFailure(401),
     );
   } finally {
     await receiver.close();

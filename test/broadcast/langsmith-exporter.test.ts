@@ -5,11 +5,14 @@ import { DeliveryError } from '../../src/broadcast/destination-type.js';
 import { createExporterHttp } from '../../src/broadcast/exporter-http.js';
 import { type LangsmithConfig, langsmithDestination } from '../../src/broadcast/exporters/langsmith.js';
 import {
+  assertRetryAfter,
   exportContext,
+  finalFailure,
   outboxItem,
   privateEvent,
   type ReceivedRequest,
   type ReceiverReply,
+  retryableFailure,
   sampleEvent,
   startReceiver,
 } from '../helpers/broadcast-fixtures.js';
@@ -239,7 +242,7 @@ test('langsmith: workspaceId is sent as X-Tenant-Id for org-scoped keys', async 
     const orgKey = { ...config, apiKey: ORG_KEY };
     await assert.rejects(
       langsmithDestination.send([outboxItem()], exportContext(orgKey, http)),
-      (error: unknown) => error instanceof DeliveryError && error.status === 403 && !error.retryable,
+      finalFailure(403),
     );
     const context = exportContext({ ...orgKey, workspaceId: WORKSPACE_ID }, http);
     await langsmithDestination.send([outboxItem()], context);
@@ -288,21 +291,13 @@ test('langsmith: 500 and 429 are retryable, with Retry-After', async () => {
     body: { detail: 'Internal Server Error' },
   }));
   try {
-    await assert.rejects(
-      langsmithDestination.send([outboxItem()], context),
-      (error: unknown) => error instanceof DeliveryError && error.retryable && error.status === 500,
-    );
+    await assert.rejects(langsmithDestination.send([outboxItem()], context), retryableFailure(500));
     receiver.reply = () => ({
       status: 429,
       headers: { 'retry-after': '30' },
       body: { detail: 'Too many requests' },
     });
-    await assert.rejects(langsmithDestination.send([outboxItem()], context), (error: unknown) => {
-      assert.ok(error instanceof DeliveryError);
-      assert.equal(error.retryable, true);
-      assert.equal(error.retryAfterMs, 30_000);
-      return true;
-    });
+    await assertRetryAfter(langsmithDestination.send([outboxItem()], context), 30_000);
   } finally {
     await receiver.close();
   }
@@ -313,12 +308,12 @@ test('langsmith: a bad key (401) and a refused run (400) are not retryable', asy
   try {
     await assert.rejects(
       langsmithDestination.send([outboxItem()], exportContext({ ...config, apiKey: 'lsv2_pt_wrong' }, http)),
-      (error: unknown) => error instanceof DeliveryError && error.status === 401 && !error.retryable,
+      finalFailure(401),
     );
     receiver.reply = () => ({ status: 400, body: { detail: "invalid 'dotted_order'" } });
     await assert.rejects(
       langsmithDestination.send([outboxItem()], exportContext(config, http)),
-      (error: unknown) => error instanceof DeliveryError && error.status === 400 && !error.retryable,
+      finalFailure(400),
     );
   } finally {
     await receiver.close();

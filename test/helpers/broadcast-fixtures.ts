@@ -1,9 +1,10 @@
+import assert from 'node:assert/strict';
 import { createHash } from 'node:crypto';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { gunzipSync } from 'node:zlib';
 import type { BroadcastEvent } from '../../src/broadcast/broadcast-event.js';
-import type { ExportContext, OutboxItem } from '../../src/broadcast/destination-type.js';
+import { DeliveryError, type ExportContext, type OutboxItem } from '../../src/broadcast/destination-type.js';
 import { createExporterHttp, type ExporterHttp } from '../../src/broadcast/exporter-http.js';
 
 /** A complete event as the gateway builds it: bodies, cost, identity and request context included. */
@@ -213,4 +214,26 @@ export function exportContext<C>(
     signal: new AbortController().signal,
     now: new Date('2026-11-22T10:00:02.000Z'),
   };
+}
+
+/** `assert.rejects` check: a delivery failure with this status that is not retried. */
+export const finalFailure =
+  (status: number) =>
+  (error: unknown): boolean =>
+    error instanceof DeliveryError && error.status === status && !error.retryable;
+
+/** `assert.rejects` check: a delivery failure with this status that is retried. */
+export const retryableFailure =
+  (status: number) =>
+  (error: unknown): boolean =>
+    error instanceof DeliveryError && error.retryable && error.status === status;
+
+/** Asserts that `sending` fails as retryable, waiting `retryAfterMs` (the receiver's Retry-After). */
+export async function assertRetryAfter(sending: Promise<unknown>, retryAfterMs: number): Promise<void> {
+  await assert.rejects(sending, (error: unknown) => {
+    assert.ok(error instanceof DeliveryError);
+    assert.equal(error.retryable, true);
+    assert.equal(error.retryAfterMs, retryAfterMs);
+    return true;
+  });
 }
