@@ -3,6 +3,7 @@ import { buildApp, buildServices } from './app.js';
 import { MAX_USD_AMOUNT, usdToNanos } from './billing/money.js';
 import type { Config } from './config/config-schema.js';
 import { ConfigError, loadConfig } from './config/load-config.js';
+import { applyHeapGrowth } from './platform/heap-growth.js';
 
 const help = `switchyard — self-hosted model gateway
 
@@ -25,6 +26,7 @@ and the optional config file named by SWITCHYARD_CONFIG. See the README.`;
 class UsageError extends Error {}
 
 async function serve(config: Config): Promise<void> {
+  applyHeapGrowth(config.heap_growth_percent);
   const { app } = await buildApp({ config });
   let closing = false;
   const shutdown = (signal: string) => {

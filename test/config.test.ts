@@ -185,6 +185,15 @@ describe('loadConfig', () => {
         /providers\.openai\.timeout_ms/,
       );
       configError(() => loadConfig({ SWITCHYARD_CONFIG: file('log_level: loud\n') }), /log_level/);
+      configError(
+        () => loadConfig({ SWITCHYARD_CONFIG: file('heap_growth_percent: 301\n') }),
+        /heap_growth_percent/,
+        /<= 300/,
+      );
+      configError(
+        () => loadConfig({ SWITCHYARD_CONFIG: file('heap_growth_percent: 12.5\n') }),
+        /heap_growth_percent/,
+      );
     });
 
     it('refuses a providers section that is not a mapping', () => {

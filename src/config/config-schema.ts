@@ -114,6 +114,12 @@ export const ConfigSchema = Type.Object(
       { additionalProperties: false },
     ),
     shutdown_timeout_ms: Type.Integer({ minimum: 0, maximum: 600_000 }),
+    /**
+     * How far V8 lets the heap grow past what survived its last full collection before collecting
+     * again, in percent (`0` keeps V8's own factor, up to 300% on a large machine). See
+     * src/platform/heap-growth.ts.
+     */
+    heap_growth_percent: Type.Integer({ minimum: 0, maximum: 300 }),
     broadcast: Type.Object(
       {
         /**
@@ -188,6 +194,7 @@ export const defaultConfig: Static<typeof ConfigSchema> = {
     rate_limit: { requests: 600, window_seconds: 60 },
   },
   shutdown_timeout_ms: 10_000,
+  heap_growth_percent: 20,
   broadcast: {
     allow_private_networks: false,
     region: 'global',
