@@ -113,14 +113,21 @@ async function metric(origin: string, pattern: RegExp): Promise<number> {
   return total;
 }
 
+/** Waits until the gateway's outbox holds no pending event (at most `limitMs`); returns how many still are. */
+export async function waitForDrain(origin: string, limitMs = 60_000, pollMs = 500): Promise<number> {
+  const started = Date.now();
+  let pending = await metric(origin, /^switchyard_broadcast_outbox_events\{status="pending"\} (\d+)/);
+  while (pending > 0 && Date.now() - started < limitMs) {
+    await new Promise((resolve) => setTimeout(resolve, pollMs));
+    pending = await metric(origin, /^switchyard_broadcast_outbox_events\{status="pending"\} (\d+)/);
+  }
+  return pending;
+}
+
 /** Waits for the outbox to drain (at most 60 s), then prints what each destination received. */
 export async function reportBroadcast(origin: string, receivers: BroadcastReceivers): Promise<void> {
   const started = Date.now();
-  let pending = await metric(origin, /^switchyard_broadcast_outbox_events\{status="pending"\} (\d+)/);
-  while (pending > 0 && Date.now() - started < 60_000) {
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    pending = await metric(origin, /^switchyard_broadcast_outbox_events\{status="pending"\} (\d+)/);
-  }
+  const pending = await waitForDrain(origin);
   const dead = await metric(origin, /^switchyard_broadcast_outbox_events\{status="dead"\} (\d+)/);
   console.log('');
   console.log(

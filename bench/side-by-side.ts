@@ -13,6 +13,7 @@ import {
   startFakeUpstream,
   stopAll,
 } from './bench-processes.js';
+import { enableBroadcast, startBroadcastReceivers, waitForDrain } from './broadcast-receivers.js';
 
 const { values } = parseArgs({
   options: {
@@ -22,6 +23,8 @@ const { values } = parseArgs({
     connections: { type: 'string', default: '16' },
     path: { type: 'string', default: '/api/v1/chat/completions' },
     stream: { type: 'boolean', default: false },
+    /** Destination types (bench/broadcast-receivers.ts) both gateways broadcast to; a round then lasts until both outboxes drain. */
+    broadcast: { type: 'string' },
   },
 });
 
@@ -75,6 +78,8 @@ const median = (figures: number[]) => [...figures].sort((a, b) => a - b)[Math.fl
 // This process (the load generator) moves to the load CPU; children start pinned.
 const { proxyCpu, loadCpu } = claimCpus(fail);
 const directories = builds.map(() => mkdtempSync(join(tmpdir(), 'switchyard-side-by-side-')));
+const broadcastTypes = (values.broadcast ?? '').split(',').filter(Boolean);
+const receivers = await startBroadcastReceivers(broadcastTypes);
 
 try {
   const upstreamOrigin = await startFakeUpstream(root, loadCpu);
@@ -90,9 +95,18 @@ try {
       }).catch((error: Error) => fail(`${build.name} (${build.checkout}): ${error.message}`)),
     ),
   );
+  if (broadcastTypes.length > 0) {
+    for (const [index, gateway] of gateways.entries()) {
+      const problem = await enableBroadcast(gateway.origin, gateway.managementKey, broadcastTypes, receivers);
+      if (problem) fail(`${builds[index]!.name}: broadcast setup ${problem}`);
+    }
+  }
   console.log(
     `side by side on CPU ${proxyCpu}: POST ${values.path}${values.stream ? ' (streaming)' : ''}, ` +
-      `${requests} requests × ${connections} connections per build and round`,
+      `${requests} requests × ${connections} connections per build and round` +
+      (broadcastTypes.length > 0
+        ? `, each generation broadcast to ${broadcastTypes.join(', ')} (a round ends when both outboxes are empty)`
+        : ''),
   );
   // Warm-up: JIT, pools and caches of both builds.
   await Promise.all(gateways.map((gateway) => run(gateway, Math.min(requests, 3000))));
@@ -101,8 +115,14 @@ try {
   for (let round = 1; round <= rounds; round += 1) {
     const before = gateways.map((gateway) => cpuSeconds(gateway.child.pid!));
     const results = await Promise.all(gateways.map((gateway) => run(gateway, requests)));
-    // Records are written just after their responses: the group commit belongs to the round.
+    // Records are written just after their responses: the group commit belongs to the round, and so
+    // does delivering the round's broadcast events.
     await new Promise((settle) => setTimeout(settle, 500));
+    if (broadcastTypes.length > 0) {
+      const left = await Promise.all(gateways.map((gateway) => waitForDrain(gateway.origin, 120_000, 100)));
+      if (left.some((pending) => pending > 0))
+        fail(`outbox not drained after 120 s: ${left.join(', ')} pending`);
+    }
     const cells = gateways.map((gateway, index) => {
       const result = results[index]!;
       const failed = result.non2xx + result.errors;
@@ -125,6 +145,7 @@ try {
       .join(', ')}`,
   );
 } finally {
+  await receivers.close();
   await stopAll();
   for (const directory of directories) rmSync(directory, { recursive: true, force: true });
 }

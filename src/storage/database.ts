@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import type { Database } from './database-schema.js';
+import { cachingStatements } from './sqlite-statements.js';
 
 export type StorageKind = 'sqlite' | 'postgres';
 
@@ -34,7 +35,7 @@ function openSqlite(url: string): { dialect: SqliteDialect; database: SqliteData
   database.pragma('synchronous = NORMAL');
   database.pragma('busy_timeout = 5000');
   database.pragma('foreign_keys = ON');
-  return { dialect: new SqliteDialect({ database }), database };
+  return { dialect: new SqliteDialect({ database: cachingStatements(database) }), database };
 }
 
 async function openPostgres(url: string, schema: string): Promise<PostgresDialect> {
