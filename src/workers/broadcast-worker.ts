@@ -95,6 +95,12 @@ export function createBroadcastWorker(options: {
   /** When the database was last asked for due rows; asked at most once per poll unless it had more. */
   let lastDatabaseClaim = 0;
   let databaseBacklog = true;
+  /**
+   * Destinations delivering rows claimed from the database. A claim that came back short while
+   * they were busy (excluded from it) says nothing about their own rows still waiting: when one of
+   * them finishes, the database is asked again at once rather than at the next poll.
+   */
+  const claimedFromDatabase = new Set<string>();
   const abort = new AbortController();
   let timer: NodeJS.Timeout | null = null;
   let looping: Promise<void> | null = null;
@@ -188,6 +194,7 @@ export function createBroadcastWorker(options: {
       });
       databaseBacklog = claimed.length === settings.claim_batch;
       for (const row of claimed) {
+        claimedFromDatabase.add(row.destination_id);
         rows.push(row);
         const group = groups.get(row.destination_id);
         if (group) group.push(row);
@@ -200,6 +207,7 @@ export function createBroadcastWorker(options: {
     const entries = [...groups];
     const started = entries.slice(0, Math.max(0, settings.concurrency - busy.size));
     const returned = entries.slice(started.length).flatMap(([, group]) => group);
+    for (const [destinationId] of entries.slice(started.length)) claimedFromDatabase.delete(destinationId);
     if (returned.length > 0) {
       await repository.release(
         returned.map((row) => row.id),
@@ -224,6 +232,7 @@ export function createBroadcastWorker(options: {
         .catch(() => undefined)
         .finally(() => {
           busy.delete(destinationId);
+          if (claimedFromDatabase.delete(destinationId)) databaseBacklog = true;
           for (const row of group) held.delete(row.id);
           // Capacity freed: look for more work now rather than at the next poll.
           if (!stopped) void loop();

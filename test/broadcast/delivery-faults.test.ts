@@ -286,6 +286,42 @@ describe('broadcast delivery faults', () => {
     }
   });
 
+  it('drains a stored backlog claim after claim, without waiting a poll while its other destinations are busy', async () => {
+    // Events stored while no worker ran wait unleased in the database; a worker polling once a
+    // minute must still take them batch after batch. A claim made while every destination with
+    // events was busy comes back empty, and used to be read as "nothing left" until the next poll.
+    const database = isolatedDatabase();
+    const hooks = [await startHookReceiver(), await startHookReceiver()];
+    receivers.push(...hooks);
+    try {
+      const producer = await startBroadcastGateway({ database, broadcast: { worker_enabled: false } });
+      await setBroadcast(producer, true);
+      const key = await inferenceKey(producer);
+      await createWebhook(producer, hooks[0]!);
+      await createWebhook(producer, hooks[1]!, { name: 'second' });
+      for (let n = 0; n < 12; n += 1) await chat(producer, key.key);
+      await waitUntil('24 stored events', async () => (await outboxRows(producer)).length === 24);
+      await producer.close();
+
+      const consumer = await startBroadcastGateway({
+        database,
+        broadcast: { poll_interval_ms: 60_000, claim_batch: 4 },
+      });
+      try {
+        await waitUntil(
+          'every stored event delivered',
+          () => hooks.every((hook) => hook.deliveries().length === 12),
+          10_000,
+        );
+        await waitUntil('an empty outbox', async () => (await outboxRows(consumer)).length === 0);
+      } finally {
+        await consumer.close();
+      }
+    } finally {
+      await database.drop();
+    }
+  });
+
   it('drops the pending events of a deleted destination', async () => {
     const hook = await scripted(() => ({ status: 500, body: {} }));
     const id = await createWebhook(gateway, hook, {});
