@@ -306,6 +306,21 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0005_outbox_claim_index': {
+    // The worker's claim reads due rows in (next_attempt_at, id) order, skipping leased rows and the
+    // destinations it is busy with. With only (status, next_attempt_at) indexed, every skipped row
+    // was read from the table (a page per row: rows carry their payload), so a claim behind a
+    // backlog of one busy destination cost milliseconds. This index answers the claim's row choice
+    // by itself, already in claim order.
+    async up(db) {
+      await db.schema.dropIndex('broadcast_outbox_due').execute();
+      await db.schema
+        .createIndex('broadcast_outbox_claim')
+        .on('broadcast_outbox')
+        .columns(['status', 'next_attempt_at', 'id', 'destination_id', 'lease_until'])
+        .execute();
+    },
+  },
 };
 
 /**
