@@ -217,8 +217,10 @@ export function createBroadcastWorker(options: {
     }
     const destinations = await destinationsOf(started.map(([id]) => id));
     for (const [destinationId, group] of started) {
+      let failedUnexpectedly = false;
       const task = deliverGroup(destinations.get(destinationId) ?? null, group)
         .catch(async (error: unknown) => {
+          failedUnexpectedly = true;
           logger.error(
             { err: error, destination_id: destinationId },
             'broadcast delivery failed unexpectedly',
@@ -232,7 +234,9 @@ export function createBroadcastWorker(options: {
         .catch(() => undefined)
         .finally(() => {
           busy.delete(destinationId);
-          if (claimedFromDatabase.delete(destinationId)) databaseBacklog = true;
+          // A group that failed unexpectedly handed its rows back: asking again at once would take
+          // the same rows straight back into the same failure.
+          if (claimedFromDatabase.delete(destinationId) && !failedUnexpectedly) databaseBacklog = true;
           for (const row of group) held.delete(row.id);
           // Capacity freed: look for more work now rather than at the next poll.
           if (!stopped) void loop();

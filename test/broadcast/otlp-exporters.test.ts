@@ -82,7 +82,7 @@ const CASES: ExporterCase[] = [
     unauthorizedStatus: 401,
     fixedHeader: 'Idempotency-Key',
     plainBody: true,
-    maxBatch: 50,
+    maxBatch: 1,
     eventsPerRequest: 1,
     testOnSave: true,
     secretFields: [],
@@ -554,39 +554,6 @@ describe('webhook specifics', () => {
     receiver = await startReceiver();
   });
   afterEach(() => receiver.close());
-
-  it('stops a batch at the first failed request: delivered events stay delivered, the rest are retried', async () => {
-    const items = [0, 1, 2, 3].map((n) => outboxItem(eventNumber(n)));
-    let calls = 0;
-    receiver.reply = () => {
-      calls += 1;
-      return calls <= 2 ? { status: 200, body: {} } : { status: 503, body: 'busy' };
-    };
-    const outcome = await webhookDestination.send(items, exportContext({ url: `${receiver.url}/in` }, http));
-    // Two delivered, the third refused, the fourth never sent (in order, one request per event).
-    assert.equal(receiver.requests.length, 3);
-    assert.deepEqual(
-      receiver.requests.map((request) => request.headers['idempotency-key']),
-      items.slice(0, 3).map((item) => item.idempotencyKey),
-    );
-    assert.deepEqual(
-      outcome?.rejected?.map((rejected) => [rejected.index, rejected.retryable]),
-      [
-        [2, true],
-        [3, true],
-      ],
-    );
-  });
-
-  it('throws (the whole batch is retried) when the first request fails', async () => {
-    receiver.reply = () => ({ status: 503, body: 'busy' });
-    const items = [0, 1].map((n) => outboxItem(eventNumber(n)));
-    const error = await rejection(
-      webhookDestination.send(items, exportContext({ url: `${receiver.url}/in` }, http)),
-    );
-    assert.equal(error.retryable, true);
-    assert.equal(receiver.requests.length, 1);
-  });
 
   it('uses PUT when configured, for deliveries and the connection test', async () => {
     const config = { url: `${receiver.url}/ingest`, method: 'PUT' as const };

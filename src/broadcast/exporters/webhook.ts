@@ -14,17 +14,14 @@ const webhookConfigSchema = Type.Object(
 
 export type WebhookConfig = Static<typeof webhookConfigSchema>;
 
-/** Events per `send`: requests in one batch are sequential, so this bounds a batch's duration too. */
-export const WEBHOOK_BATCH = 50;
-
 /**
  * Any HTTP endpoint (reference §3.1 `webhook`): OTLP JSON, one generation per request, with an
  * `Idempotency-Key` stable across retries so the receiver can drop a redelivery (the reference tells
  * webhook users to build their own retry logic; this gives them the key to do it safely).
  *
- * The worker still hands it up to WEBHOOK_BATCH events at a time: they go out one request each, in
- * order, and are settled together (one outbox statement for the batch rather than one per event).
- * A failure stops the batch; the events after it are retried, the ones before it stay delivered.
+ * One event per batch, too: a send that stops at a failed request reports only which items failed,
+ * without the failure's status or `Retry-After`, so the worker could neither pause the destination
+ * nor keep the unsent events' attempts (see docs/performance.md, session 6).
  */
 export const webhookDestination: DestinationType<WebhookConfig> = {
   type: 'webhook',
@@ -36,7 +33,7 @@ export const webhookDestination: DestinationType<WebhookConfig> = {
     ...headerProblems(config.headers),
   ],
   urls: (config) => [config.url],
-  maxBatch: WEBHOOK_BATCH,
+  maxBatch: 1,
   testOnSave: true,
   send: async (items, context) => {
     const { encodeOtlpTraces } = await loadOtlpSpans();
