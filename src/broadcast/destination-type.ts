@@ -41,6 +41,12 @@ export interface ExportContext<C> {
  */
 export interface SendOutcome {
   rejected?: Array<{ index: number; retryable: boolean; message: string }>;
+  /**
+   * A batch sent as several requests that stopped at a failed one: that request's failure (status
+   * and `Retry-After` included), the items it carried, and the items after it, never sent. Items in
+   * neither list (nor `rejected`) were delivered.
+   */
+  stopped?: { error: DeliveryError; failed: number[]; unsent: number[] };
 }
 
 /**

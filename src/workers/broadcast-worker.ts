@@ -3,7 +3,12 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { openDestinationConfig } from '../admin/observability/destination-config.js';
 import { POLICY_TOPIC } from '../admin/workspaces/workspace-access.js';
 import type { BroadcastEvent } from '../broadcast/broadcast-event.js';
-import { DeliveryError, type DestinationType, type OutboxItem } from '../broadcast/destination-type.js';
+import {
+  DeliveryError,
+  type DestinationType,
+  type OutboxItem,
+  type SendOutcome,
+} from '../broadcast/destination-type.js';
 import { destinationType } from '../broadcast/destination-types.js';
 import type { ExporterHttp } from '../broadcast/exporter-http.js';
 import { eventOfBuiltRow } from '../broadcast/outbox-events.js';
@@ -46,6 +51,20 @@ export function backoffMs(
   const exponential = Math.min(settings.max, settings.base * 2 ** Math.max(0, attempts - 1));
   const jittered = exponential / 2 + (random() * exponential) / 2;
   return Math.max(jittered, retryAfterMs ?? 0);
+}
+
+/**
+ * Whether a failure concerns the destination rather than the events sent: it is unreachable, rate
+ * limits (429), is unavailable (503) or names a time to come back. Its other events then wait too.
+ */
+function concernsDestination(failure: DeliveryError): boolean {
+  return (
+    failure.retryable &&
+    (failure.status === null ||
+      failure.status === 429 ||
+      failure.status === 503 ||
+      failure.retryAfterMs !== null)
+  );
 }
 
 /**
@@ -409,6 +428,7 @@ export function createBroadcastWorker(options: {
     const timeout = setTimeout(() => controller.abort(), sendTimeoutMs);
     const started = performance.now();
     let rejected: Map<number, { retryable: boolean; message: string }>;
+    let stopped: SendOutcome['stopped'];
     try {
       const outcome = await type.send(
         chunk.map(({ item }) => item),
@@ -422,6 +442,7 @@ export function createBroadcastWorker(options: {
         },
       );
       rejected = new Map((outcome?.rejected ?? []).map((entry) => [entry.index, entry]));
+      stopped = outcome?.stopped;
     } catch (error) {
       if (abort.signal.aborted) {
         // Interrupted by shutdown: not the receiver's fault, and not an attempt.
@@ -442,22 +463,54 @@ export function createBroadcastWorker(options: {
             });
       let next: Date | null = null;
       for (const row of rows) next = (await fail(destination, row, failure)) ?? next;
-      const concernsAll =
-        failure.retryable &&
-        (failure.status === null ||
-          failure.status === 429 ||
-          failure.status === 503 ||
-          failure.retryAfterMs !== null);
-      return concernsAll ? next : null;
+      return concernsDestination(failure) ? next : null;
     } finally {
       clearTimeout(timeout);
       abort.signal.removeEventListener('abort', onStop);
     }
     metrics?.latency(destination.type, performance.now() - started);
-    const delivered = rows.filter((_, index) => !rejected.has(index));
+    const failedAt = new Set(stopped?.failed);
+    const unsentAt = new Set(stopped?.unsent);
+    const delivered = rows.filter(
+      (_, index) => !rejected.has(index) && !failedAt.has(index) && !unsentAt.has(index),
+    );
     await repository.remove(delivered.map((row) => row.id));
     settled(delivered);
     metrics?.count(destination.type, 'delivered', delivered.length);
+    let pause: Date | null = null;
+    if (stopped) {
+      const unsent = rows.filter((_, index) => unsentAt.has(index));
+      let next: Date | null = null;
+      if (abort.signal.aborted) {
+        // Cut short by shutdown: the failed request was not the receiver's doing either.
+        await repository.release(
+          [...rows.filter((_, index) => failedAt.has(index)), ...unsent].map((row) => row.id),
+          owner,
+        );
+        settled(rows.filter((_, index) => failedAt.has(index)));
+      } else {
+        for (const row of rows.filter((_, index) => failedAt.has(index)))
+          next = (await fail(destination, row, stopped.error)) ?? next;
+        if (unsent.length > 0 && concernsDestination(stopped.error) && next !== null) {
+          // The receiver is down or asked to wait: the unsent events wait with it, attempts kept.
+          await repository.postpone(
+            unsent.map((row) => row.id),
+            next,
+            owner,
+          );
+          pause = next;
+        } else if (unsent.length > 0) {
+          // Only the failed request's events were at fault (a refused payload, a 500 for one
+          // event): the rest go back uncounted and are claimed again at once.
+          await repository.release(
+            unsent.map((row) => row.id),
+            owner,
+          );
+          databaseBacklog = true;
+        }
+      }
+      settled(unsent);
+    }
     for (const [index, entry] of rejected) {
       const row = rows[index];
       if (!row) continue;
@@ -469,7 +522,7 @@ export function createBroadcastWorker(options: {
         await fail(destination, row, new DeliveryError(entry.message, { retryable: entry.retryable }));
       }
     }
-    return null;
+    return pause;
   }
 
   async function bury(

@@ -286,39 +286,113 @@ describe('broadcast delivery faults', () => {
     }
   });
 
-  it('drains a stored backlog claim after claim, without waiting a poll while its other destinations are busy', async () => {
-    // Events stored while no worker ran wait unleased in the database; a worker polling once a
-    // minute must still take them batch after batch. A claim made while every destination with
-    // events was busy comes back empty, and used to be read as "nothing left" until the next poll.
+  /**
+   * Stores `perHook` events for each receiver's webhook through a gateway without a delivery worker
+   * (they wait unleased in the database), then starts a gateway with a worker on the same database.
+   */
+  async function storedBacklog(
+    hooks: Array<Awaited<ReturnType<typeof startHookReceiver>>>,
+    perHook: number,
+    broadcast: Record<string, unknown>,
+  ): Promise<{ consumer: TestApp; close(): Promise<void> }> {
     const database = isolatedDatabase();
-    const hooks = [await startHookReceiver(), await startHookReceiver()];
-    receivers.push(...hooks);
     try {
       const producer = await startBroadcastGateway({ database, broadcast: { worker_enabled: false } });
       await setBroadcast(producer, true);
       const key = await inferenceKey(producer);
-      await createWebhook(producer, hooks[0]!);
-      await createWebhook(producer, hooks[1]!, { name: 'second' });
-      for (let n = 0; n < 12; n += 1) await chat(producer, key.key);
-      await waitUntil('24 stored events', async () => (await outboxRows(producer)).length === 24);
+      for (const [n, hook] of hooks.entries()) await createWebhook(producer, hook, { name: `hook ${n}` });
+      for (let n = 0; n < perHook; n += 1) await chat(producer, key.key);
+      await waitUntil(
+        'the stored events',
+        async () => (await outboxRows(producer)).length === perHook * hooks.length,
+      );
       await producer.close();
-
-      const consumer = await startBroadcastGateway({
-        database,
-        broadcast: { poll_interval_ms: 60_000, claim_batch: 4 },
-      });
-      try {
-        await waitUntil(
-          'every stored event delivered',
-          () => hooks.every((hook) => hook.deliveries().length === 12),
-          10_000,
-        );
-        await waitUntil('an empty outbox', async () => (await outboxRows(consumer)).length === 0);
-      } finally {
-        await consumer.close();
-      }
-    } finally {
+      const consumer = await startBroadcastGateway({ database, broadcast });
+      return {
+        consumer,
+        close: async () => {
+          await consumer.close();
+          await database.drop();
+        },
+      };
+    } catch (error) {
       await database.drop();
+      throw error;
+    }
+  }
+
+  it('drains a stored backlog claim after claim, without waiting a poll while its other destinations are busy', async () => {
+    // A worker polling once a minute must still take a stored backlog batch after batch. A claim
+    // made while every destination with events was busy comes back empty, and used to be read as
+    // "nothing left" until the next poll.
+    const hooks = [await startHookReceiver(), await startHookReceiver()];
+    receivers.push(...hooks);
+    const backlog = await storedBacklog(hooks, 12, { poll_interval_ms: 60_000, claim_batch: 4 });
+    try {
+      await waitUntil(
+        'every stored event delivered',
+        () => hooks.every((hook) => hook.deliveries().length === 12),
+        10_000,
+      );
+      await waitUntil('an empty outbox', async () => (await outboxRows(backlog.consumer)).length === 0);
+    } finally {
+      await backlog.close();
+    }
+  });
+
+  it('a 429 in the middle of a webhook batch pauses it: the unsent events keep their attempt and wait', async () => {
+    let calls = 0;
+    const hook = await startHookReceiver(() => {
+      calls += 1;
+      return calls === 3
+        ? { status: 429, headers: { 'retry-after': '1' }, body: {} }
+        : { status: 200, body: {} };
+    });
+    receivers.push(hook);
+    const backlog = await storedBacklog([hook], 6, {});
+    try {
+      // One batch of six, one request each: two delivered, the third refused, three never sent.
+      await waitUntil('the 429', () => hook.deliveries().length === 3);
+      await waitUntil('the batch settled', async () =>
+        (await outboxRows(backlog.consumer)).every((row) => row.leased_by === null),
+      );
+      const waiting = await outboxRows(backlog.consumer);
+      assert.equal(waiting.length, 4);
+      const refused = waiting.filter((row) => row.last_status === 429);
+      assert.equal(refused.length, 1);
+      assert.equal(refused[0]?.attempts, 1);
+      for (const row of waiting.filter((entry) => entry.last_status === null)) assert.equal(row.attempts, 0);
+      // All four wait for Retry-After's second.
+      const soonest = Math.min(...waiting.map((row) => Date.parse(row.next_attempt_at)));
+      assert.ok(soonest - Date.now() > 500, `next attempt in ${soonest - Date.now()} ms`);
+      await waitUntil('every event delivered', () => new Set(hook.deliveries().map(keyOf)).size === 6, 6000);
+      assert.equal(hook.deliveries().length, 7, 'only the refused event was sent twice');
+      await waitUntil('an empty outbox', async () => (await outboxRows(backlog.consumer)).length === 0);
+    } finally {
+      await backlog.close();
+    }
+  });
+
+  it('a webhook event refused with a 400 is a dead letter alone: the rest of its batch is delivered', async () => {
+    let calls = 0;
+    const hook = await startHookReceiver(() => {
+      calls += 1;
+      return calls === 1 ? { status: 400, body: { error: 'bad event' } } : { status: 200, body: {} };
+    });
+    receivers.push(hook);
+    const backlog = await storedBacklog([hook], 5, {});
+    try {
+      await waitUntil('the rest delivered', () => hook.deliveries().length === 5);
+      await waitUntil('only the dead letter left', async () => {
+        const rows = await outboxRows(backlog.consumer);
+        return rows.length === 1 && rows[0]?.status === 'dead';
+      });
+      const [dead] = await outboxRows(backlog.consumer);
+      assert.equal(dead?.last_status, 400);
+      assert.equal(dead?.attempts, 1);
+      assert.equal(new Set(hook.deliveries().map(keyOf)).size, 5, 'each event sent once');
+    } finally {
+      await backlog.close();
     }
   });
 

@@ -82,7 +82,7 @@ const CASES: ExporterCase[] = [
     unauthorizedStatus: 401,
     fixedHeader: 'Idempotency-Key',
     plainBody: true,
-    maxBatch: 1,
+    maxBatch: 50,
     eventsPerRequest: 1,
     testOnSave: true,
     secretFields: [],
@@ -555,6 +555,41 @@ describe('webhook specifics', () => {
   });
   afterEach(() => receiver.close());
 
+  it('stops a batch at a failed request: its event gets the failure, the later ones are reported unsent', async () => {
+    const items = [0, 1, 2, 3].map((n) => outboxItem(eventNumber(n)));
+    let calls = 0;
+    receiver.reply = () => {
+      calls += 1;
+      return calls <= 2
+        ? { status: 200, body: {} }
+        : { status: 503, headers: { 'retry-after': '7' }, body: 'busy' };
+    };
+    const outcome = await webhookDestination.send(items, exportContext({ url: `${receiver.url}/in` }, http));
+    // In order, one request per event: two delivered, the third refused, the fourth never sent.
+    assert.deepEqual(
+      receiver.requests.map((request) => request.headers['idempotency-key']),
+      items.slice(0, 3).map((item) => item.idempotencyKey),
+    );
+    assert.equal(outcome?.rejected, undefined);
+    assert.deepEqual(outcome?.stopped?.failed, [2]);
+    assert.deepEqual(outcome?.stopped?.unsent, [3]);
+    assert.equal(outcome?.stopped?.error.status, 503);
+    assert.equal(outcome?.stopped?.error.retryAfterMs, 7000);
+  });
+
+  it('reports a failed first request as stopped too, and throws for a batch of one', async () => {
+    receiver.reply = () => ({ status: 400, body: 'bad event' });
+    const items = [0, 1, 2].map((n) => outboxItem(eventNumber(n)));
+    const context = exportContext({ url: `${receiver.url}/in` }, http);
+    const outcome = await webhookDestination.send(items, context);
+    assert.equal(receiver.requests.length, 1);
+    assert.deepEqual(outcome?.stopped?.failed, [0]);
+    assert.deepEqual(outcome?.stopped?.unsent, [1, 2]);
+    assert.equal(outcome?.stopped?.error.retryable, false);
+    const error = await rejection(webhookDestination.send([items[0]!], context));
+    assert.equal(error.status, 400);
+  });
+
   it('uses PUT when configured, for deliveries and the connection test', async () => {
     const config = { url: `${receiver.url}/ingest`, method: 'PUT' as const };
     await webhookDestination.send([outboxItem()], exportContext(config, http));
@@ -720,7 +755,7 @@ describe('newrelic specifics', () => {
     assert.equal(prompt.length, 4095);
   });
 
-  it('returns the items of a failed later request as rejections, not the delivered ones', async () => {
+  it('reports the items of a failed later request as stopped, not the delivered ones', async () => {
     const long = 'y'.repeat(20_000);
     const items = Array.from({ length: 100 }, (_, n) =>
       outboxItem(eventNumber(n, sampleEvent({ input: [{ role: 'user', content: long }] }))),
@@ -734,11 +769,18 @@ describe('newrelic specifics', () => {
     const outcome = await newrelicDestination.send(items, context);
     const delivered = spansOf(receiver.requests[0]).length;
     assert.ok(delivered > 0 && delivered < 100);
+    const stopped = outcome?.stopped;
+    assert.equal(stopped?.error.status, 503);
+    assert.equal(stopped?.error.retryable, true);
+    const sentSecond = spansOf(receiver.requests[1]).length;
     assert.deepEqual(
-      outcome?.rejected?.map((rejected) => rejected.index),
+      stopped?.failed,
+      items.slice(delivered, delivered + sentSecond).map((_, n) => delivered + n),
+    );
+    assert.deepEqual(
+      [...(stopped?.failed ?? []), ...(stopped?.unsent ?? [])],
       items.slice(delivered).map((_, n) => delivered + n),
     );
-    assert.ok(outcome?.rejected?.every((rejected) => rejected.retryable));
   });
 });
 

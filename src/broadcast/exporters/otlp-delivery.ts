@@ -135,29 +135,30 @@ export interface OtlpChunk {
 }
 
 /**
- * Sends the requests in order. The first failing is thrown when nothing was delivered yet (the
- * worker retries the whole batch, honouring Retry-After); once some were delivered, the failed and
- * the unsent items are returned as rejections so only they are retried. Unlike `sendInGroups`, it
- * stops at the first failure: an OTLP receiver that refused one request (often over load) is not
- * sent the rest of the batch at once.
+ * Sends the requests in order and stops at the first failure: an OTLP receiver that refused one
+ * request (often over load) is not sent the rest of the batch at once (unlike `sendInGroups`). A
+ * batch of one request throws its failure; a longer one returns it as `stopped`, with the items of
+ * the failed request and those never sent, so the worker settles what was delivered, applies the
+ * failure (status, `Retry-After`) to the failed items alone, and keeps the unsent ones' attempts.
  */
 export async function sendChunks(
   chunks: readonly OtlpChunk[],
   context: ExportContext<object>,
   target: OtlpTarget,
 ): Promise<SendOutcome | undefined> {
-  const rejected: NonNullable<SendOutcome['rejected']> = [];
   for (const [position, chunk] of chunks.entries()) {
     try {
       await postOtlp(context, target, chunk);
     } catch (error) {
-      if (!(error instanceof DeliveryError) || position === 0) throw error;
-      for (const later of chunks.slice(position)) {
-        const retryable = later === chunk ? error.retryable : true;
-        const message = later === chunk ? error.message : 'not sent: an earlier request of the batch failed';
-        for (const index of later.indexes) rejected.push({ index, retryable, message });
-      }
-      return { rejected };
+      // A batch of one request failed as a whole: thrown, as any exporter does.
+      if (!(error instanceof DeliveryError) || chunks.length === 1) throw error;
+      return {
+        stopped: {
+          error,
+          failed: chunk.indexes,
+          unsent: chunks.slice(position + 1).flatMap((later) => later.indexes),
+        },
+      };
     }
   }
   return undefined;

@@ -15,13 +15,22 @@ const webhookConfigSchema = Type.Object(
 export type WebhookConfig = Static<typeof webhookConfigSchema>;
 
 /**
+ * Events per `send`. The requests of a batch are sequential and share the worker's send limit (half
+ * a lease, 30 s by default), so a receiver slower than ~0.5 s per request sees batches cut short:
+ * the unsettled events are then retried, not lost.
+ */
+export const WEBHOOK_BATCH = 50;
+
+/**
  * Any HTTP endpoint (reference §3.1 `webhook`): OTLP JSON, one generation per request, with an
  * `Idempotency-Key` stable across retries so the receiver can drop a redelivery (the reference tells
  * webhook users to build their own retry logic; this gives them the key to do it safely).
  *
- * One event per batch, too: a send that stops at a failed request reports only which items failed,
- * without the failure's status or `Retry-After`, so the worker could neither pause the destination
- * nor keep the unsent events' attempts (see docs/performance.md, session 6).
+ * The worker hands it up to WEBHOOK_BATCH events at a time: they go out one request each, in order,
+ * and the delivered ones are settled together (one outbox statement rather than one per event). A
+ * failed request stops the batch (`stopped`): its event takes the failure, status and `Retry-After`
+ * included; the events after it keep their attempt and wait with a paused destination, or are
+ * claimed again at once when only that event was at fault.
  */
 export const webhookDestination: DestinationType<WebhookConfig> = {
   type: 'webhook',
@@ -33,7 +42,7 @@ export const webhookDestination: DestinationType<WebhookConfig> = {
     ...headerProblems(config.headers),
   ],
   urls: (config) => [config.url],
-  maxBatch: 1,
+  maxBatch: WEBHOOK_BATCH,
   testOnSave: true,
   send: async (items, context) => {
     const { encodeOtlpTraces } = await loadOtlpSpans();
