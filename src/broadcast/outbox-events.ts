@@ -1,4 +1,5 @@
-import { createHash, randomUUID } from 'node:crypto';
+import { createHash } from 'node:crypto';
+import { newTimeOrderedId } from '../platform/ids.js';
 import type { BroadcastOutboxTable } from '../storage/database-schema.js';
 import type { BroadcastEvent, BroadcastMessage } from './broadcast-event.js';
 import { type BroadcastTarget, eventForDestination, selects } from './destination-rules.js';
@@ -110,7 +111,7 @@ export function outboxRowsFor(options: {
       payloads.set(variant, payload);
     }
     rows.push({
-      id: randomUUID(),
+      id: newTimeOrderedId(now.getTime()),
       destination_id: target.id,
       workspace_id: options.workspaceId,
       generation_id: event.generation_id,

@@ -2,6 +2,24 @@ import { hash, randomBytes, randomUUID } from 'node:crypto';
 
 export const newId = (): string => randomUUID();
 
+/**
+ * A UUID version 7 (RFC 9562): the Unix time in milliseconds in its first 48 bits, then random
+ * bits. Rows keyed by it are inserted (and, in a queue, deleted) next to each other in their
+ * index instead of at random places, which touches fewer pages per write.
+ */
+export function newTimeOrderedId(nowMs: number = Date.now()): string {
+  const bytes = randomBytes(16);
+  let time = Math.max(0, Math.floor(nowMs));
+  for (let index = 5; index >= 0; index -= 1) {
+    bytes[index] = time % 256;
+    time = Math.floor(time / 256);
+  }
+  bytes[6] = ((bytes[6] as number) & 0x0f) | 0x70;
+  bytes[8] = ((bytes[8] as number) & 0x3f) | 0x80;
+  const hex = bytes.toString('hex');
+  return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20)}`;
+}
+
 const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 export const isUuid = (value: string): boolean => uuidPattern.test(value);
 
