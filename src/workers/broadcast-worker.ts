@@ -55,14 +55,14 @@ export function backoffMs(
 
 /**
  * Whether a failure concerns the destination rather than the events sent: it is unreachable, rate
- * limits (429), is unavailable (503) or names a time to come back. Its other events then wait too.
+ * limits (429), fails (5xx) or names a time to come back. Its other events then wait too.
  */
 function concernsDestination(failure: DeliveryError): boolean {
   return (
     failure.retryable &&
     (failure.status === null ||
       failure.status === 429 ||
-      failure.status === 503 ||
+      failure.status >= 500 ||
       failure.retryAfterMs !== null)
   );
 }
@@ -376,12 +376,13 @@ export function createBroadcastWorker(options: {
       return;
     }
     const maxBatch = Math.max(1, type.maxBatch);
-    for (let start = 0; start < items.length; start += maxBatch) {
-      const chunk = items.slice(start, start + maxBatch);
-      const rest = items.slice(start).map(({ row }) => row);
+    let pending = items;
+    while (pending.length > 0) {
+      const chunk = pending.slice(0, maxBatch);
       // A chunk that could not finish within its lease is handed back rather than risk a double send.
       const leaseLeft = new Date(chunk[0]?.row.lease_until ?? 0).getTime() - clock.now().getTime();
       if (stopped || leaseLeft < sendTimeoutMs) {
+        const rest = pending.map(({ row }) => row);
         await repository.release(
           rest.map((row) => row.id),
           owner,
@@ -389,14 +390,16 @@ export function createBroadcastWorker(options: {
         settled(rest);
         return;
       }
-      const pause = await deliverChunk(destination, type, config, chunk);
+      const { pause, unsent } = await deliverChunk(destination, type, config, chunk);
+      // Events a stopped batch never sent go first in the next one (each stop settles at least one).
+      pending = [...unsent, ...pending.slice(chunk.length)];
       if (pause !== null) {
         // The receiver is down or asked to slow down: the events not yet tried wait with it, their
         // attempt not counted, and the destination is not claimed for until then.
         const waiting = handoff.get(destination.id) ?? [];
         handoff.delete(destination.id);
         handoffSize -= waiting.length;
-        const untried = [...items.slice(start + chunk.length).map(({ row }) => row), ...waiting];
+        const untried = [...pending.map(({ row }) => row), ...waiting];
         for (const row of waiting) held.add(row.id);
         pausedUntil.set(destination.id, pause.getTime());
         await repository.postpone(
@@ -419,7 +422,7 @@ export function createBroadcastWorker(options: {
     type: DestinationType<object>,
     config: Record<string, unknown>,
     chunk: Array<{ row: BroadcastOutboxTable; item: OutboxItem }>,
-  ): Promise<Date | null> {
+  ): Promise<{ pause: Date | null; unsent: Array<{ row: BroadcastOutboxTable; item: OutboxItem }> }> {
     const rows = chunk.map(({ row }) => row);
     // One controller per batch (AbortSignal.any on a long-lived signal leaks on Node 20).
     const controller = new AbortController();
@@ -428,7 +431,7 @@ export function createBroadcastWorker(options: {
     const timeout = setTimeout(() => controller.abort(), sendTimeoutMs);
     const started = performance.now();
     let rejected: Map<number, { retryable: boolean; message: string }>;
-    let stopped: SendOutcome['stopped'];
+    let stoppedAt: SendOutcome['stopped'];
     try {
       const outcome = await type.send(
         chunk.map(({ item }) => item),
@@ -442,7 +445,7 @@ export function createBroadcastWorker(options: {
         },
       );
       rejected = new Map((outcome?.rejected ?? []).map((entry) => [entry.index, entry]));
-      stopped = outcome?.stopped;
+      stoppedAt = outcome?.stopped;
     } catch (error) {
       if (abort.signal.aborted) {
         // Interrupted by shutdown: not the receiver's fault, and not an attempt.
@@ -451,7 +454,7 @@ export function createBroadcastWorker(options: {
           owner,
         );
         settled(rows);
-        return null;
+        return { pause: null, unsent: [] };
       }
       metrics?.latency(destination.type, performance.now() - started);
       const failure =
@@ -463,14 +466,14 @@ export function createBroadcastWorker(options: {
             });
       let next: Date | null = null;
       for (const row of rows) next = (await fail(destination, row, failure)) ?? next;
-      return concernsDestination(failure) ? next : null;
+      return { pause: pauseFor(failure, next), unsent: [] };
     } finally {
       clearTimeout(timeout);
       abort.signal.removeEventListener('abort', onStop);
     }
     metrics?.latency(destination.type, performance.now() - started);
-    const failedAt = new Set(stopped?.failed);
-    const unsentAt = new Set(stopped?.unsent);
+    const failedAt = new Set(stoppedAt?.failed);
+    const unsentAt = new Set(stoppedAt?.unsent);
     const delivered = rows.filter(
       (_, index) => !rejected.has(index) && !failedAt.has(index) && !unsentAt.has(index),
     );
@@ -478,38 +481,25 @@ export function createBroadcastWorker(options: {
     settled(delivered);
     metrics?.count(destination.type, 'delivered', delivered.length);
     let pause: Date | null = null;
-    if (stopped) {
-      const unsent = rows.filter((_, index) => unsentAt.has(index));
-      let next: Date | null = null;
+    const unsent = chunk.filter((_, index) => unsentAt.has(index));
+    if (stoppedAt) {
+      const failedRows = rows.filter((_, index) => failedAt.has(index));
       if (abort.signal.aborted) {
-        // Cut short by shutdown: the failed request was not the receiver's doing either.
+        // Cut short by shutdown: the failed request was not the receiver's doing, and nothing
+        // more is sent; all of it goes back uncounted.
+        const back = [...failedRows, ...unsent.map(({ row }) => row)];
         await repository.release(
-          [...rows.filter((_, index) => failedAt.has(index)), ...unsent].map((row) => row.id),
+          back.map((row) => row.id),
           owner,
         );
-        settled(rows.filter((_, index) => failedAt.has(index)));
-      } else {
-        for (const row of rows.filter((_, index) => failedAt.has(index)))
-          next = (await fail(destination, row, stopped.error)) ?? next;
-        if (unsent.length > 0 && concernsDestination(stopped.error) && next !== null) {
-          // The receiver is down or asked to wait: the unsent events wait with it, attempts kept.
-          await repository.postpone(
-            unsent.map((row) => row.id),
-            next,
-            owner,
-          );
-          pause = next;
-        } else if (unsent.length > 0) {
-          // Only the failed request's events were at fault (a refused payload, a 500 for one
-          // event): the rest go back uncounted and are claimed again at once.
-          await repository.release(
-            unsent.map((row) => row.id),
-            owner,
-          );
-          databaseBacklog = true;
-        }
+        settled(back);
+        return { pause: null, unsent: [] };
       }
-      settled(unsent);
+      let next: Date | null = null;
+      for (const row of failedRows) next = (await fail(destination, row, stoppedAt.error)) ?? next;
+      // A batch cut by its own time limit says nothing about the receiver: the rest is sent next.
+      const timedOut = controller.signal.aborted;
+      if (!timedOut) pause = pauseFor(stoppedAt.error, next);
     }
     for (const [index, entry] of rejected) {
       const row = rows[index];
@@ -522,7 +512,23 @@ export function createBroadcastWorker(options: {
         await fail(destination, row, new DeliveryError(entry.message, { retryable: entry.retryable }));
       }
     }
-    return pause;
+    return { pause, unsent };
+  }
+
+  /**
+   * When a destination should next be tried after a failure that concerns it (see
+   * `concernsDestination`): the failed event's next attempt, or, when that event was given up, the
+   * backoff of a first retry (or the receiver's `Retry-After`). Null for a failure of the events alone.
+   */
+  function pauseFor(failure: DeliveryError, next: Date | null): Date | null {
+    if (!concernsDestination(failure)) return null;
+    if (next !== null) return next;
+    const delay = backoffMs(
+      1,
+      { base: settings.base_backoff_ms, max: settings.max_backoff_ms },
+      failure.retryAfterMs,
+    );
+    return new Date(clock.now().getTime() + delay);
   }
 
   async function bury(

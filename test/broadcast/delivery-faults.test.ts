@@ -340,34 +340,94 @@ describe('broadcast delivery faults', () => {
     }
   });
 
-  it('a 429 in the middle of a webhook batch pauses it: the unsent events keep their attempt and wait', async () => {
-    let calls = 0;
+  for (const failure of [
+    {
+      name: 'a 429 with Retry-After',
+      status: 429,
+      headers: { 'retry-after': '1' } as Record<string, string>,
+    },
+    { name: 'a 500', status: 500, headers: {} as Record<string, string> },
+  ]) {
+    it(`${failure.name} in the middle of a webhook batch pauses it: the unsent events keep their attempt and wait`, async () => {
+      let calls = 0;
+      const hook = await startHookReceiver(() => {
+        calls += 1;
+        return calls === 3
+          ? { status: failure.status, headers: failure.headers, body: {} }
+          : { status: 200, body: {} };
+      });
+      receivers.push(hook);
+      const backlog = await storedBacklog([hook], 6, { base_backoff_ms: 600, max_backoff_ms: 600 });
+      try {
+        // One batch of six, one request each: two delivered, the third refused, three never sent.
+        await waitUntil('the failure', () => hook.deliveries().length === 3);
+        await waitUntil('the batch settled', async () =>
+          (await outboxRows(backlog.consumer)).every((row) => row.leased_by === null),
+        );
+        const waiting = await outboxRows(backlog.consumer);
+        assert.equal(waiting.length, 4);
+        const refused = waiting.filter((row) => row.last_status === failure.status);
+        assert.equal(refused.length, 1);
+        assert.equal(refused[0]?.attempts, 1);
+        for (const row of waiting.filter((entry) => entry.last_status === null))
+          assert.equal(row.attempts, 0);
+        // All four wait for the destination's pause (Retry-After, or the refused event's backoff).
+        const soonest = Math.min(...waiting.map((row) => Date.parse(row.next_attempt_at)));
+        assert.ok(soonest - Date.now() > 100, `next attempt in ${soonest - Date.now()} ms`);
+        await waitUntil(
+          'every event delivered',
+          () => new Set(hook.deliveries().map(keyOf)).size === 6,
+          6000,
+        );
+        assert.equal(hook.deliveries().length, 7, 'only the refused event was sent twice');
+        await waitUntil('an empty outbox', async () => (await outboxRows(backlog.consumer)).length === 0);
+      } finally {
+        await backlog.close();
+      }
+    });
+  }
+
+  it('a batch whose last request hits a 429 still pauses the destination for the next batch', async () => {
+    // Two webhook batches' worth: the first batch's last event is refused with Retry-After, so the
+    // second batch waits too instead of running into the same 429.
+    const times: number[] = [];
     const hook = await startHookReceiver(() => {
-      calls += 1;
-      return calls === 3
+      times.push(Date.now());
+      return times.length === 20
         ? { status: 429, headers: { 'retry-after': '1' }, body: {} }
         : { status: 200, body: {} };
     });
     receivers.push(hook);
-    const backlog = await storedBacklog([hook], 6, {});
+    const backlog = await storedBacklog([hook], 22, {});
     try {
-      // One batch of six, one request each: two delivered, the third refused, three never sent.
-      await waitUntil('the 429', () => hook.deliveries().length === 3);
-      await waitUntil('the batch settled', async () =>
-        (await outboxRows(backlog.consumer)).every((row) => row.leased_by === null),
-      );
-      const waiting = await outboxRows(backlog.consumer);
-      assert.equal(waiting.length, 4);
-      const refused = waiting.filter((row) => row.last_status === 429);
-      assert.equal(refused.length, 1);
-      assert.equal(refused[0]?.attempts, 1);
-      for (const row of waiting.filter((entry) => entry.last_status === null)) assert.equal(row.attempts, 0);
-      // All four wait for Retry-After's second.
-      const soonest = Math.min(...waiting.map((row) => Date.parse(row.next_attempt_at)));
-      assert.ok(soonest - Date.now() > 500, `next attempt in ${soonest - Date.now()} ms`);
-      await waitUntil('every event delivered', () => new Set(hook.deliveries().map(keyOf)).size === 6, 6000);
-      assert.equal(hook.deliveries().length, 7, 'only the refused event was sent twice');
+      await waitUntil('every event delivered', () => new Set(hook.deliveries().map(keyOf)).size === 22, 8000);
+      const gap = (times[20] as number) - (times[19] as number);
+      assert.ok(gap >= 900, `the next request came ${gap} ms after the 429`);
       await waitUntil('an empty outbox', async () => (await outboxRows(backlog.consumer)).length === 0);
+    } finally {
+      await backlog.close();
+    }
+  });
+
+  it('a webhook batch cut by its time limit sends the rest in the next batch, losing nothing', async () => {
+    // lease_ms 2000 gives each batch one second; four events at 400 ms each do not fit in one.
+    const hook = await startHookReceiver(async () => {
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      return { status: 200, body: {} };
+    });
+    receivers.push(hook);
+    const backlog = await storedBacklog([hook], 4, { lease_ms: 2_000 });
+    try {
+      await waitUntil(
+        'every event delivered',
+        () => new Set(hook.deliveries().map(keyOf)).size === 4,
+        15_000,
+      );
+      await waitUntil(
+        'an empty outbox',
+        async () => (await outboxRows(backlog.consumer)).length === 0,
+        15_000,
+      );
     } finally {
       await backlog.close();
     }

@@ -82,7 +82,7 @@ const CASES: ExporterCase[] = [
     unauthorizedStatus: 401,
     fixedHeader: 'Idempotency-Key',
     plainBody: true,
-    maxBatch: 50,
+    maxBatch: 20,
     eventsPerRequest: 1,
     testOnSave: true,
     secretFields: [],

@@ -160,7 +160,20 @@ export async function sendInGroups(
   const failures: DeliveryError[] = [];
   for (const group of groups) {
     try {
-      rejected.push(...((await sendGroup(group))?.rejected ?? []));
+      const outcome = await sendGroup(group);
+      rejected.push(...(outcome?.rejected ?? []));
+      // A group that stopped part-way: what it did not deliver is rejected, never taken as sent.
+      if (outcome?.stopped) {
+        const { error, failed, unsent } = outcome.stopped;
+        for (const index of failed)
+          rejected.push({ index, retryable: error.retryable, message: error.message });
+        for (const index of unsent)
+          rejected.push({
+            index,
+            retryable: true,
+            message: 'not sent: an earlier request of the batch failed',
+          });
+      }
     } catch (error) {
       if (!(error instanceof DeliveryError)) throw error;
       failures.push(error);

@@ -16,10 +16,10 @@ export type WebhookConfig = Static<typeof webhookConfigSchema>;
 
 /**
  * Events per `send`. The requests of a batch are sequential and share the worker's send limit (half
- * a lease, 30 s by default), so a receiver slower than ~0.5 s per request sees batches cut short:
- * the unsettled events are then retried, not lost.
+ * a lease, 30 s by default): a receiver slower than 1.5 s per request sees batches cut short, and the
+ * events not yet sent then go in the next batch (the one in flight is retried).
  */
-export const WEBHOOK_BATCH = 50;
+export const WEBHOOK_BATCH = 20;
 
 /**
  * Any HTTP endpoint (reference §3.1 `webhook`): OTLP JSON, one generation per request, with an
@@ -30,7 +30,7 @@ export const WEBHOOK_BATCH = 50;
  * and the delivered ones are settled together (one outbox statement rather than one per event). A
  * failed request stops the batch (`stopped`): its event takes the failure, status and `Retry-After`
  * included; the events after it keep their attempt and wait with a paused destination, or are
- * claimed again at once when only that event was at fault.
+ * sent next when only that event was at fault (a refused payload).
  */
 export const webhookDestination: DestinationType<WebhookConfig> = {
   type: 'webhook',
