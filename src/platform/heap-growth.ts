@@ -9,15 +9,19 @@ import { setFlagsFromString } from 'node:v8';
  * collects sooner instead. Unlike `--max-old-space-size` it caps nothing: a gateway that really holds
  * more keeps growing. V8 reads the flag at every full collection, so setting it after start works.
  *
- * `0` leaves V8's own factor. Returns the flag it set, or null.
+ * `0` leaves V8's own factor, and a `--heap-growing-percent` given to node itself wins. Returns the
+ * flag it set, or null.
  */
 export function applyHeapGrowth(
   percent: number,
   setFlags: (flags: string) => void = setFlagsFromString,
+  nodeFlags: readonly string[] = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)],
 ): string | null {
   if (!Number.isSafeInteger(percent) || percent < 0)
     throw new RangeError(`heap growth must be a non-negative integer percent, got ${percent}`);
   if (percent === 0) return null;
+  // An operator who started node with the flag (command line or NODE_OPTIONS) keeps their value.
+  if (nodeFlags.some((flag) => /^--heap[-_]growing[-_]percent(=|$)/.test(flag))) return null;
   const flag = `--heap-growing-percent=${percent}`;
   setFlags(flag);
   return flag;

@@ -8,7 +8,7 @@ describe('applyHeapGrowth', () => {
   it('sets V8 --heap-growing-percent to the configured percent', () => {
     const flags: string[] = [];
     assert.equal(
-      applyHeapGrowth(30, (flag) => flags.push(flag)),
+      applyHeapGrowth(30, (flag) => flags.push(flag), []),
       '--heap-growing-percent=30',
     );
     assert.deepEqual(flags, ['--heap-growing-percent=30']);
@@ -17,10 +17,29 @@ describe('applyHeapGrowth', () => {
   it('leaves V8 alone for 0', () => {
     const flags: string[] = [];
     assert.equal(
-      applyHeapGrowth(0, (flag) => flags.push(flag)),
+      applyHeapGrowth(0, (flag) => flags.push(flag), []),
       null,
     );
     assert.deepEqual(flags, []);
+  });
+
+  it('leaves a value given to node itself (command line or NODE_OPTIONS) in place', () => {
+    const flags: string[] = [];
+    for (const given of [
+      ['--heap-growing-percent=50'],
+      ['--max-old-space-size=512', '--heap_growing_percent=50'],
+    ])
+      assert.equal(
+        applyHeapGrowth(30, (flag) => flags.push(flag), given),
+        null,
+      );
+    assert.deepEqual(flags, []);
+    const set: string[] = [];
+    assert.equal(
+      applyHeapGrowth(30, (flag) => set.push(flag), ['--heap-growing-percentage-of-nothing']),
+      '--heap-growing-percent=30',
+    );
+    assert.deepEqual(set, ['--heap-growing-percent=30']);
   });
 
   it('refuses a negative or fractional percent before touching V8', () => {
