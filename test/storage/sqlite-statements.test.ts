@@ -46,8 +46,9 @@ describe('cachingStatements', () => {
 
   it('serves Kysely: reads, writes, streams and close', async () => {
     const connection = open();
+    const database = cachingStatements(connection);
     const db = new Kysely<{ items: { id: Generated<number>; name: string } }>({
-      dialect: new SqliteDialect({ database: cachingStatements(connection) }),
+      dialect: new SqliteDialect({ database }),
     });
     for (const name of ['x', 'y', 'z']) await db.insertInto('items').values({ name }).execute();
     const byName = (name: string) => db.selectFrom('items').select('id').where('name', '=', name).execute();
@@ -60,6 +61,10 @@ describe('cachingStatements', () => {
       assert.equal(row.name, 'x');
       break;
     }
+    // Leaving the loop reset the statement: the same text is served from the cache again, not busy.
+    const streamed = database.prepare(names().compile().sql);
+    assert.equal(streamed.busy, false);
+    assert.equal(database.prepare(names().compile().sql), streamed);
     assert.deepEqual(
       (await names().execute()).map((row) => row.name),
       ['x', 'y', 'z'],
