@@ -19,6 +19,7 @@ import { workspaceRoutes } from './admin/workspaces/workspace-routes.js';
 import { createWorkspaceServices } from './admin/workspaces/workspace-services.js';
 import { createCreditLedger } from './billing/credit-ledger.js';
 import { createGenerationLog, type GenerationLog, type GenerationLogger } from './billing/generation-log.js';
+import { createThreadDeliverer } from './broadcast/delivery-thread.js';
 import { createExporterHttp } from './broadcast/exporter-http.js';
 import { buildCatalog } from './catalog/catalog.js';
 import { catalogRoutes } from './catalog/catalog-routes.js';
@@ -52,6 +53,9 @@ import { initializeStorage } from './storage/initialize.js';
 import { createBroadcastWorker } from './workers/broadcast-worker.js';
 
 export const API_PREFIX = '/api/v1';
+
+/** The delivery thread's nice value: the lowest priority, so requests on the same core go first. */
+const DELIVERY_THREAD_NICENESS = 19;
 
 export interface Services {
   storage: Storage;
@@ -206,11 +210,22 @@ export async function buildApp(options: BuildOptions): Promise<{ app: FastifyIns
   const countContentFilter = createContentFilterMetrics(metrics);
   /** The HTTP client of destination checks and deliveries (SSRF rules, timeouts). */
   const exporterHttp = createExporterHttp({ allowPrivateNetworks: config.broadcast.allow_private_networks });
+  const deliveryThread =
+    config.broadcast.worker_enabled && config.broadcast.delivery_thread
+      ? createThreadDeliverer({
+          settings: {
+            allowPrivateNetworks: config.broadcast.allow_private_networks,
+            niceness: DELIVERY_THREAD_NICENESS,
+          },
+          logger,
+        })
+      : null;
   const broadcastWorker = config.broadcast.worker_enabled
     ? createBroadcastWorker({
         storage: services.storage,
         secretBox: services.secretBox,
         http: exporterHttp,
+        deliverer: deliveryThread ?? undefined,
         settings: config.broadcast,
         clock,
         logger,
@@ -365,6 +380,7 @@ export async function buildApp(options: BuildOptions): Promise<{ app: FastifyIns
     // After the log's last write, so events of the last generations are stored; in-flight sends are
     // aborted and their events handed back for the next start (or another instance).
     await broadcastWorker?.stop();
+    await deliveryThread?.close();
     await exporterHttp.close();
     await services.bus.close();
     await services.storage.close();

@@ -140,6 +140,11 @@ export const ConfigSchema = Type.Object(
         ),
         /** Runs the outbox delivery worker in this instance (every instance may; they share the work). */
         worker_enabled: Type.Boolean(),
+        /**
+         * Sends deliveries (encoding, HTTP exchanges) from a worker thread at the lowest scheduling
+         * priority (nice 19), so they never hold up requests; false sends from the request thread.
+         */
+        delivery_thread: Type.Boolean(),
         /** How often an idle worker looks for due events. */
         poll_interval_ms: Type.Integer({ minimum: 10, maximum: 60_000 }),
         /** Events claimed per round (all destinations together). */
@@ -200,6 +205,7 @@ export const defaultConfig: Static<typeof ConfigSchema> = {
     region: 'global',
     origin_overrides: {},
     worker_enabled: true,
+    delivery_thread: true,
     poll_interval_ms: 500,
     claim_batch: 200,
     max_attempts: 8,

@@ -2,13 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { openDestinationConfig } from '../admin/observability/destination-config.js';
 import { POLICY_TOPIC } from '../admin/workspaces/workspace-access.js';
-import type { BroadcastEvent } from '../broadcast/broadcast-event.js';
-import {
-  DeliveryError,
-  type DestinationType,
-  type OutboxItem,
-  type SendOutcome,
-} from '../broadcast/destination-type.js';
+import { createInProcessDeliverer, type Deliverer, type StoredItem } from '../broadcast/deliver-batch.js';
+import { DeliveryError, type DestinationType, type SendOutcome } from '../broadcast/destination-type.js';
 import { destinationType } from '../broadcast/destination-types.js';
 import type { ExporterHttp } from '../broadcast/exporter-http.js';
 import { eventOfBuiltRow } from '../broadcast/outbox-events.js';
@@ -79,7 +74,9 @@ function concernsDestination(failure: DeliveryError): boolean {
 export function createBroadcastWorker(options: {
   storage: Storage;
   secretBox: SecretBox;
+  /** Sends in this thread with `http` unless a deliverer (the delivery thread) is given. */
   http: ExporterHttp;
+  deliverer?: Deliverer;
   settings: Config['broadcast'];
   clock: Clock;
   logger: BroadcastWorkerLogger;
@@ -89,7 +86,8 @@ export function createBroadcastWorker(options: {
   /** Destination changes (policy invalidations) drop the worker's cached destination rows at once. */
   bus?: ChangeBus;
 }) {
-  const { settings, clock, logger, http } = options;
+  const { settings, clock, logger } = options;
+  const deliverer = options.deliverer ?? createInProcessDeliverer(options.http);
   const repository = createOutboxRepository(options.storage);
   const owner = options.owner ?? `worker-${randomUUID()}`;
   const metrics = options.registry ? createWorkerMetrics(options.registry, repository) : null;
@@ -339,27 +337,19 @@ export function createBroadcastWorker(options: {
         }),
       );
     }
-    const items: Array<{ row: BroadcastOutboxTable; item: OutboxItem }> = [];
-    for (const row of rows) {
-      if (row.attempts > settings.max_attempts) continue;
-      try {
-        items.push({
-          row,
-          item: {
-            // A handed-over row still has the event it was serialized from; others are parsed.
-            event: eventOfBuiltRow(row) ?? (JSON.parse(row.payload) as BroadcastEvent),
-            idempotencyKey: row.idempotency_key,
-            attempt: row.attempts,
-          },
-        });
-      } catch {
-        await bury(
-          destination,
-          row,
-          new DeliveryError('the stored event is not valid JSON', { retryable: false }),
-        );
-      }
-    }
+    // A handed-over row still has the event it was serialized from; others are parsed where they
+    // are sent (an unreadable one is refused alone and buried).
+    const items: Array<{ row: BroadcastOutboxTable; item: StoredItem }> = rows
+      .filter((row) => row.attempts <= settings.max_attempts)
+      .map((row) => ({
+        row,
+        item: {
+          payload: row.payload,
+          event: eventOfBuiltRow(row),
+          idempotencyKey: row.idempotency_key,
+          attempt: row.attempts,
+        },
+      }));
     let config: Record<string, unknown>;
     try {
       config = configOf(destination);
@@ -421,8 +411,8 @@ export function createBroadcastWorker(options: {
     destination: ObservabilityDestinationTable,
     type: DestinationType<object>,
     config: Record<string, unknown>,
-    chunk: Array<{ row: BroadcastOutboxTable; item: OutboxItem }>,
-  ): Promise<{ pause: Date | null; unsent: Array<{ row: BroadcastOutboxTable; item: OutboxItem }> }> {
+    chunk: Array<{ row: BroadcastOutboxTable; item: StoredItem }>,
+  ): Promise<{ pause: Date | null; unsent: Array<{ row: BroadcastOutboxTable; item: StoredItem }> }> {
     const rows = chunk.map(({ row }) => row);
     // One controller per batch (AbortSignal.any on a long-lived signal leaks on Node 20).
     const controller = new AbortController();
@@ -433,17 +423,15 @@ export function createBroadcastWorker(options: {
     let rejected: Map<number, { retryable: boolean; message: string }>;
     let stoppedAt: SendOutcome['stopped'];
     try {
-      const outcome = await type.send(
-        chunk.map(({ item }) => item),
-        {
-          config,
-          destination: { id: destination.id, name: destination.name, workspace_id: destination.workspace_id },
-          http,
-          signal: controller.signal,
-          now: clock.now(),
-          originOverride: settings.origin_overrides[destination.type],
-        },
-      );
+      const outcome = await deliverer.deliver({
+        type: type.type,
+        items: chunk.map(({ item }) => item),
+        config,
+        destination: { id: destination.id, name: destination.name, workspace_id: destination.workspace_id },
+        signal: controller.signal,
+        now: clock.now(),
+        originOverride: settings.origin_overrides[destination.type],
+      });
       rejected = new Map((outcome?.rejected ?? []).map((entry) => [entry.index, entry]));
       stoppedAt = outcome?.stopped;
     } catch (error) {

@@ -15,6 +15,7 @@ import {
   outboxRows,
   setBroadcast,
   startBroadcastGateway,
+  startBroadcastGateway as startGateway,
   startHookReceiver,
   waitUntil,
 } from './delivery-harness.js';
@@ -25,451 +26,463 @@ const keyOf = (request: ReceivedRequest) => String(request.headers['idempotency-
  * Receivers that fail: down, slow, 500, 429 with Retry-After, connections closed after the request,
  * refusals; events are retried with backoff and none is lost, and duplicates carry one idempotency
  * key. A process killed mid-delivery resumes after a restart; two instances never send one event twice.
+ * The faults run twice: sent from the delivery thread (the default) and from the request thread
+ * (`broadcast.delivery_thread: false`); both settle alike.
  */
-describe('broadcast delivery faults', () => {
-  let gateway: TestApp;
-  let app: { key: string; hash: string };
-  const receivers: Array<{ close(): Promise<void> }> = [];
+for (const deliveryThread of [true, false]) {
+  describe(`broadcast delivery faults (${deliveryThread ? 'delivery thread' : 'sent from the request thread'})`, () => {
+    const startBroadcastGateway = (options: Parameters<typeof startGateway>[0] = {}) =>
+      startGateway({ ...options, broadcast: { delivery_thread: deliveryThread, ...options.broadcast } });
+    let gateway: TestApp;
+    let app: { key: string; hash: string };
+    const receivers: Array<{ close(): Promise<void> }> = [];
 
-  before(async () => {
-    gateway = await startBroadcastGateway();
-    await setBroadcast(gateway, true);
-    app = await inferenceKey(gateway);
-  });
-  after(async () => {
-    await gateway.close();
-  });
-  afterEach(async () => {
-    const listed = await gateway.request('GET', '/api/v1/observability/destinations');
-    for (const destination of listed.body.data) {
-      await gateway.request('DELETE', `/api/v1/observability/destinations/${destination.id}`);
-    }
-    await gateway.services.storage.db.deleteFrom('broadcast_outbox').execute();
-    for (const receiver of receivers.splice(0)) await receiver.close();
-  });
-
-  /** A receiver answering from a script, one answer per delivery, then 200. */
-  const scripted = async (
-    ...answers: Array<Parameters<typeof startHookReceiver>[0] extends infer R ? R : never>
-  ) => {
-    let call = 0;
-    const receiver = await startHookReceiver((request) => {
-      const answer = answers[call++];
-      return answer ? answer(request) : { status: 200, body: {} };
+    before(async () => {
+      gateway = await startBroadcastGateway();
+      await setBroadcast(gateway, true);
+      app = await inferenceKey(gateway);
     });
-    receivers.push(receiver);
-    return receiver;
-  };
-
-  it('retries a 500, a closed connection and a slow answer, then delivers once more with the same key', async () => {
-    const hook = await scripted(
-      () => ({ status: 500, body: { error: 'boom' } }),
-      () => 'close',
-      async () => {
-        await new Promise((resolve) => setTimeout(resolve, 150));
-        return { status: 503, body: 'busy' };
-      },
-    );
-    await createWebhook(gateway, hook);
-    await chat(gateway, app.key);
-    await waitUntil('four deliveries', () => hook.deliveries().length === 4);
-    await waitUntil('an empty outbox', async () => (await outboxRows(gateway)).length === 0);
-    const keys = new Set(hook.deliveries().map(keyOf));
-    assert.equal(keys.size, 1, 'every retry carries the same idempotency key');
-  });
-
-  it('honours Retry-After from a 429', async () => {
-    const hook = await scripted(() => ({ status: 429, headers: { 'retry-after': '1' }, body: {} }));
-    await createWebhook(gateway, hook);
-    const times: number[] = [];
-    const original = hook.reply;
-    hook.reply = (request) => {
-      if (request.headers['x-test-connection'] !== 'true') times.push(Date.now());
-      return original(request);
-    };
-    await chat(gateway, app.key);
-    await waitUntil('two deliveries', () => times.length === 2, 6000);
-    const [first, second] = times as [number, number];
-    assert.ok(second - first >= 950, `retried after ${second - first} ms, before Retry-After's second`);
-    await waitUntil('an empty outbox', async () => (await outboxRows(gateway)).length === 0);
-  });
-
-  it('keeps events while the receiver is down and delivers them when it is back', async () => {
-    const hook = await scripted();
-    const id = await createWebhook(gateway, hook);
-    await hook.close();
-    await chat(gateway, app.key);
-    await chat(gateway, app.key);
-    await waitUntil('a failed attempt', async () =>
-      (await outboxRows(gateway)).some((row) => row.attempts >= 1 && row.last_error !== null),
-    );
-    const rows = await outboxRows(gateway);
-    assert.equal(rows.length, 2);
-    // The first failure pauses the destination: the other event waits without an attempt spent.
-    assert.ok(
-      rows.some((row) => /unreachable/.test(row.last_error ?? '')),
-      JSON.stringify(rows.map((row) => row.last_error)),
-    );
-    // The receiver comes back (at another address, which the destination is pointed to).
-    const back = await startHookReceiver();
-    receivers.push(back);
-    await gateway.request('PATCH', `/api/v1/observability/destinations/${id}`, {
-      body: { config: { url: `${back.url}/hook` } },
+    after(async () => {
+      await gateway.close();
     });
-    await waitUntil('both delivered', () => back.deliveries().length === 2, 8000);
-    await waitUntil('an empty outbox', async () => (await outboxRows(gateway)).length === 0);
-  });
-
-  it('moves an event to the dead letters at once on a 400, and after max_attempts of 500s', async () => {
-    const refusing = await startHookReceiver(() => ({ status: 400, body: { error: 'bad payload' } }));
-    const failing = await startHookReceiver(() => ({ status: 500, body: { error: 'down' } }));
-    receivers.push(refusing, failing);
-    const refusedId = await createWebhook(gateway, refusing);
-    const failedId = await createWebhook(gateway, failing);
-    await chat(gateway, app.key);
-    await waitUntil(
-      'two dead letters',
-      async () => (await outboxRows(gateway)).filter((row) => row.status === 'dead').length === 2,
-    );
-    const rows = await outboxRows(gateway);
-    const refused = rows.find((row) => row.destination_id === refusedId);
-    const failed = rows.find((row) => row.destination_id === failedId);
-    assert.equal(refused?.attempts, 1);
-    assert.equal(refused?.last_status, 400);
-    assert.match(refused?.last_error ?? '', /bad payload/);
-    assert.equal(failed?.attempts, FAST_BROADCAST.max_attempts);
-    assert.equal(failed?.last_status, 500);
-    assert.equal(refusing.deliveries().length, 1);
-    assert.equal(failing.deliveries().length, FAST_BROADCAST.max_attempts);
-    const metrics = await gateway.request('GET', '/metrics', { key: null });
-    assert.match(metrics.text, /switchyard_broadcast_outbox_events\{status="dead"\} 2/);
-    assert.match(metrics.text, /switchyard_broadcast_events_total\{type="webhook",outcome="dead"\} 2/);
-    // The dead letters are listed, and a retry sends them again.
-    const listed = await gateway.request(
-      'GET',
-      `/api/v1/observability/destinations/${refusedId}/deliveries?status=dead`,
-    );
-    assert.equal(listed.status, 200, listed.text);
-    assert.equal(listed.body.total_count, 1);
-    refusing.reply = (request) =>
-      request.headers['x-test-connection'] === 'true' ? { status: 200, body: {} } : { status: 200, body: {} };
-    const retried = await gateway.request(
-      'POST',
-      `/api/v1/observability/destinations/${refusedId}/deliveries/retry`,
-    );
-    assert.equal(retried.status, 200, retried.text);
-    await waitUntil('the retried letter delivered', () => refusing.deliveries().length === 2);
-  });
-
-  /** A webhook destination whose receiver answers every request with 429 and `Retry-After: 30`. */
-  async function rateLimitedWebhook() {
-    const limited = await startHookReceiver(() => ({
-      status: 429,
-      headers: { 'retry-after': '30' },
-      body: {},
-    }));
-    receivers.push(limited);
-    return { limited, id: await createWebhook(gateway, limited) };
-  }
-
-  it('pauses a destination that answers 429: the events not yet tried wait without losing an attempt', async () => {
-    const { limited, id } = await rateLimitedWebhook();
-    for (let index = 0; index < 5; index += 1) await chat(gateway, app.key);
-    await waitUntil('five events rescheduled', async () => {
-      const rows = await outboxRows(gateway);
-      return (
-        rows.length === 5 &&
-        rows.every((row) => row.lease_until === null && row.next_attempt_at > new Date().toISOString())
-      );
-    });
-    await new Promise((resolve) => setTimeout(resolve, 200));
-    const rows = (await outboxRows(gateway)).filter((row) => row.destination_id === id);
-    const attempted = rows.filter((row) => row.attempts === 1);
-    assert.ok(
-      limited.deliveries().length <= attempted.length,
-      `${limited.deliveries().length} requests for ${attempted.length} attempts`,
-    );
-    assert.ok(
-      limited.deliveries().length < 5,
-      'the rest waited for Retry-After instead of hitting the limit',
-    );
-    const soonest = Math.min(...rows.map((row) => Date.parse(row.next_attempt_at)));
-    assert.ok(soonest - Date.now() > 25_000, 'every event waits out the 30 s Retry-After');
-  });
-
-  it('does not hold events that arrive while their destination is paused: they wait unleased in storage', async () => {
-    const { limited, id } = await rateLimitedWebhook();
-    const mine = async () => (await outboxRows(gateway)).filter((row) => row.destination_id === id);
-    await chat(gateway, app.key);
-    await waitUntil('the first event refused and the destination paused', async () => {
-      const rows = await mine();
-      return rows.length === 1 && rows[0]!.lease_until === null && limited.deliveries().length === 1;
-    });
-    const pausedUntil = (await mine())[0]!.next_attempt_at;
-    for (let index = 0; index < 3; index += 1) await chat(gateway, app.key);
-    await waitUntil('the later events postponed to the end of the pause', async () => {
-      const rows = await mine();
-      return rows.length === 4 && rows.every((row) => row.lease_until === null && row.leased_by === null);
-    });
-    const rows = await mine();
-    assert.equal(limited.deliveries().length, 1, 'nothing more was sent while paused');
-    for (const row of rows) {
-      assert.ok(row.next_attempt_at >= pausedUntil, `${row.next_attempt_at} waits for ${pausedUntil}`);
-      assert.equal(row.status, 'pending');
-    }
-    assert.deepEqual(
-      rows.map((row) => row.attempts).sort(),
-      [0, 0, 0, 1],
-      'only the event that was tried spent an attempt',
-    );
-  });
-
-  it('buries an unreadable stored event and delivers the rest of its batch', async () => {
-    const hook = await startHookReceiver();
-    receivers.push(hook);
-    const id = await createWebhook(gateway, hook);
-    const workspace = (await gateway.request('GET', '/api/v1/workspaces/default')).body.data.id;
-    await gateway.services.storage.db
-      .insertInto('broadcast_outbox')
-      .values({
-        id: '00000000-0000-4000-8000-000000000001',
-        destination_id: id,
-        workspace_id: workspace,
-        generation_id: 'gen-poison',
-        idempotency_key: 'f'.repeat(32),
-        payload: '{not json',
-        status: 'pending',
-        attempts: 0,
-        next_attempt_at: new Date(0).toISOString(),
-        lease_until: null,
-        leased_by: null,
-        last_error: null,
-        last_status: null,
-        created_at: new Date().toISOString(),
-        dead_at: null,
-      })
-      .execute();
-    await chat(gateway, app.key);
-    await waitUntil('the good event delivered', () => hook.deliveries().length === 1);
-    await waitUntil('the bad one buried', async () => {
-      const rows = await outboxRows(gateway);
-      return rows.length === 1 && rows[0]?.status === 'dead';
-    });
-    const [dead] = await outboxRows(gateway);
-    assert.match(dead?.last_error ?? '', /not valid JSON/);
-  });
-
-  it('keeps delivering after every delivery slot was busy at once', async () => {
-    const busy = await startBroadcastGateway({ broadcast: { concurrency: 1 } });
-    const slow = await startHookReceiver(async () => {
-      await new Promise((resolve) => setTimeout(resolve, 300));
-      return { status: 200, body: {} };
-    });
-    const fast = await startHookReceiver();
-    receivers.push(slow, fast);
-    try {
-      await setBroadcast(busy, true);
-      const key = await inferenceKey(busy);
-      await createWebhook(busy, slow);
-      await createWebhook(busy, fast, { name: 'fast' });
-      for (let round = 0; round < 3; round += 1) {
-        await chat(busy, key.key);
-        await new Promise((resolve) => setTimeout(resolve, 100));
+    afterEach(async () => {
+      const listed = await gateway.request('GET', '/api/v1/observability/destinations');
+      for (const destination of listed.body.data) {
+        await gateway.request('DELETE', `/api/v1/observability/destinations/${destination.id}`);
       }
-      await waitUntil(
-        'every event at both',
-        () => slow.deliveries().length === 3 && fast.deliveries().length === 3,
-        10_000,
-      );
-    } finally {
-      await busy.close();
-    }
-  });
+      await gateway.services.storage.db.deleteFrom('broadcast_outbox').execute();
+      for (const receiver of receivers.splice(0)) await receiver.close();
+    });
 
-  /**
-   * Stores `perHook` events for each receiver's webhook through a gateway without a delivery worker
-   * (they wait unleased in the database), then starts a gateway with a worker on the same database.
-   */
-  async function storedBacklog(
-    hooks: Array<Awaited<ReturnType<typeof startHookReceiver>>>,
-    perHook: number,
-    broadcast: Record<string, unknown>,
-  ): Promise<{ consumer: TestApp; close(): Promise<void> }> {
-    const database = isolatedDatabase();
-    try {
-      const producer = await startBroadcastGateway({ database, broadcast: { worker_enabled: false } });
-      await setBroadcast(producer, true);
-      const key = await inferenceKey(producer);
-      for (const [n, hook] of hooks.entries()) await createWebhook(producer, hook, { name: `hook ${n}` });
-      for (let n = 0; n < perHook; n += 1) await chat(producer, key.key);
-      await waitUntil(
-        'the stored events',
-        async () => (await outboxRows(producer)).length === perHook * hooks.length,
-      );
-      await producer.close();
-      const consumer = await startBroadcastGateway({ database, broadcast });
-      return {
-        consumer,
-        close: async () => {
-          await consumer.close();
-          await database.drop();
-        },
-      };
-    } catch (error) {
-      await database.drop();
-      throw error;
-    }
-  }
-
-  it('drains a stored backlog claim after claim, without waiting a poll while its other destinations are busy', async () => {
-    // A worker polling once a minute must still take a stored backlog batch after batch. A claim
-    // made while every destination with events was busy comes back empty, and used to be read as
-    // "nothing left" until the next poll.
-    const hooks = [await startHookReceiver(), await startHookReceiver()];
-    receivers.push(...hooks);
-    const backlog = await storedBacklog(hooks, 12, { poll_interval_ms: 60_000, claim_batch: 4 });
-    try {
-      await waitUntil(
-        'every stored event delivered',
-        () => hooks.every((hook) => hook.deliveries().length === 12),
-        10_000,
-      );
-      await waitUntil('an empty outbox', async () => (await outboxRows(backlog.consumer)).length === 0);
-    } finally {
-      await backlog.close();
-    }
-  });
-
-  for (const failure of [
-    {
-      name: 'a 429 with Retry-After',
-      status: 429,
-      headers: { 'retry-after': '1' } as Record<string, string>,
-    },
-    { name: 'a 500', status: 500, headers: {} as Record<string, string> },
-  ]) {
-    it(`${failure.name} in the middle of a webhook batch pauses it: the unsent events keep their attempt and wait`, async () => {
-      let calls = 0;
-      const hook = await startHookReceiver(() => {
-        calls += 1;
-        return calls === 3
-          ? { status: failure.status, headers: failure.headers, body: {} }
-          : { status: 200, body: {} };
+    /** A receiver answering from a script, one answer per delivery, then 200. */
+    const scripted = async (
+      ...answers: Array<Parameters<typeof startHookReceiver>[0] extends infer R ? R : never>
+    ) => {
+      let call = 0;
+      const receiver = await startHookReceiver((request) => {
+        const answer = answers[call++];
+        return answer ? answer(request) : { status: 200, body: {} };
       });
+      receivers.push(receiver);
+      return receiver;
+    };
+
+    it('retries a 500, a closed connection and a slow answer, then delivers once more with the same key', async () => {
+      const hook = await scripted(
+        () => ({ status: 500, body: { error: 'boom' } }),
+        () => 'close',
+        async () => {
+          await new Promise((resolve) => setTimeout(resolve, 150));
+          return { status: 503, body: 'busy' };
+        },
+      );
+      await createWebhook(gateway, hook);
+      await chat(gateway, app.key);
+      await waitUntil('four deliveries', () => hook.deliveries().length === 4);
+      await waitUntil('an empty outbox', async () => (await outboxRows(gateway)).length === 0);
+      const keys = new Set(hook.deliveries().map(keyOf));
+      assert.equal(keys.size, 1, 'every retry carries the same idempotency key');
+    });
+
+    it('honours Retry-After from a 429', async () => {
+      const hook = await scripted(() => ({ status: 429, headers: { 'retry-after': '1' }, body: {} }));
+      await createWebhook(gateway, hook);
+      const times: number[] = [];
+      const original = hook.reply;
+      hook.reply = (request) => {
+        if (request.headers['x-test-connection'] !== 'true') times.push(Date.now());
+        return original(request);
+      };
+      await chat(gateway, app.key);
+      await waitUntil('two deliveries', () => times.length === 2, 6000);
+      const [first, second] = times as [number, number];
+      assert.ok(second - first >= 950, `retried after ${second - first} ms, before Retry-After's second`);
+      await waitUntil('an empty outbox', async () => (await outboxRows(gateway)).length === 0);
+    });
+
+    it('keeps events while the receiver is down and delivers them when it is back', async () => {
+      const hook = await scripted();
+      const id = await createWebhook(gateway, hook);
+      await hook.close();
+      await chat(gateway, app.key);
+      await chat(gateway, app.key);
+      await waitUntil('a failed attempt', async () =>
+        (await outboxRows(gateway)).some((row) => row.attempts >= 1 && row.last_error !== null),
+      );
+      const rows = await outboxRows(gateway);
+      assert.equal(rows.length, 2);
+      // The first failure pauses the destination: the other event waits without an attempt spent.
+      assert.ok(
+        rows.some((row) => /unreachable/.test(row.last_error ?? '')),
+        JSON.stringify(rows.map((row) => row.last_error)),
+      );
+      // The receiver comes back (at another address, which the destination is pointed to).
+      const back = await startHookReceiver();
+      receivers.push(back);
+      await gateway.request('PATCH', `/api/v1/observability/destinations/${id}`, {
+        body: { config: { url: `${back.url}/hook` } },
+      });
+      await waitUntil('both delivered', () => back.deliveries().length === 2, 8000);
+      await waitUntil('an empty outbox', async () => (await outboxRows(gateway)).length === 0);
+    });
+
+    it('moves an event to the dead letters at once on a 400, and after max_attempts of 500s', async () => {
+      const refusing = await startHookReceiver(() => ({ status: 400, body: { error: 'bad payload' } }));
+      const failing = await startHookReceiver(() => ({ status: 500, body: { error: 'down' } }));
+      receivers.push(refusing, failing);
+      const refusedId = await createWebhook(gateway, refusing);
+      const failedId = await createWebhook(gateway, failing);
+      await chat(gateway, app.key);
+      await waitUntil(
+        'two dead letters',
+        async () => (await outboxRows(gateway)).filter((row) => row.status === 'dead').length === 2,
+      );
+      const rows = await outboxRows(gateway);
+      const refused = rows.find((row) => row.destination_id === refusedId);
+      const failed = rows.find((row) => row.destination_id === failedId);
+      assert.equal(refused?.attempts, 1);
+      assert.equal(refused?.last_status, 400);
+      assert.match(refused?.last_error ?? '', /bad payload/);
+      assert.equal(failed?.attempts, FAST_BROADCAST.max_attempts);
+      assert.equal(failed?.last_status, 500);
+      assert.equal(refusing.deliveries().length, 1);
+      assert.equal(failing.deliveries().length, FAST_BROADCAST.max_attempts);
+      const metrics = await gateway.request('GET', '/metrics', { key: null });
+      assert.match(metrics.text, /switchyard_broadcast_outbox_events\{status="dead"\} 2/);
+      assert.match(metrics.text, /switchyard_broadcast_events_total\{type="webhook",outcome="dead"\} 2/);
+      // The dead letters are listed, and a retry sends them again.
+      const listed = await gateway.request(
+        'GET',
+        `/api/v1/observability/destinations/${refusedId}/deliveries?status=dead`,
+      );
+      assert.equal(listed.status, 200, listed.text);
+      assert.equal(listed.body.total_count, 1);
+      refusing.reply = (request) =>
+        request.headers['x-test-connection'] === 'true'
+          ? { status: 200, body: {} }
+          : { status: 200, body: {} };
+      const retried = await gateway.request(
+        'POST',
+        `/api/v1/observability/destinations/${refusedId}/deliveries/retry`,
+      );
+      assert.equal(retried.status, 200, retried.text);
+      await waitUntil('the retried letter delivered', () => refusing.deliveries().length === 2);
+    });
+
+    /** A webhook destination whose receiver answers every request with 429 and `Retry-After: 30`. */
+    async function rateLimitedWebhook() {
+      const limited = await startHookReceiver(() => ({
+        status: 429,
+        headers: { 'retry-after': '30' },
+        body: {},
+      }));
+      receivers.push(limited);
+      return { limited, id: await createWebhook(gateway, limited) };
+    }
+
+    it('pauses a destination that answers 429: the events not yet tried wait without losing an attempt', async () => {
+      const { limited, id } = await rateLimitedWebhook();
+      for (let index = 0; index < 5; index += 1) await chat(gateway, app.key);
+      await waitUntil('five events rescheduled', async () => {
+        const rows = await outboxRows(gateway);
+        return (
+          rows.length === 5 &&
+          rows.every((row) => row.lease_until === null && row.next_attempt_at > new Date().toISOString())
+        );
+      });
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      const rows = (await outboxRows(gateway)).filter((row) => row.destination_id === id);
+      const attempted = rows.filter((row) => row.attempts === 1);
+      assert.ok(
+        limited.deliveries().length <= attempted.length,
+        `${limited.deliveries().length} requests for ${attempted.length} attempts`,
+      );
+      assert.ok(
+        limited.deliveries().length < 5,
+        'the rest waited for Retry-After instead of hitting the limit',
+      );
+      const soonest = Math.min(...rows.map((row) => Date.parse(row.next_attempt_at)));
+      assert.ok(soonest - Date.now() > 25_000, 'every event waits out the 30 s Retry-After');
+    });
+
+    it('does not hold events that arrive while their destination is paused: they wait unleased in storage', async () => {
+      const { limited, id } = await rateLimitedWebhook();
+      const mine = async () => (await outboxRows(gateway)).filter((row) => row.destination_id === id);
+      await chat(gateway, app.key);
+      await waitUntil('the first event refused and the destination paused', async () => {
+        const rows = await mine();
+        return rows.length === 1 && rows[0]!.lease_until === null && limited.deliveries().length === 1;
+      });
+      const pausedUntil = (await mine())[0]!.next_attempt_at;
+      for (let index = 0; index < 3; index += 1) await chat(gateway, app.key);
+      await waitUntil('the later events postponed to the end of the pause', async () => {
+        const rows = await mine();
+        return rows.length === 4 && rows.every((row) => row.lease_until === null && row.leased_by === null);
+      });
+      const rows = await mine();
+      assert.equal(limited.deliveries().length, 1, 'nothing more was sent while paused');
+      for (const row of rows) {
+        assert.ok(row.next_attempt_at >= pausedUntil, `${row.next_attempt_at} waits for ${pausedUntil}`);
+        assert.equal(row.status, 'pending');
+      }
+      assert.deepEqual(
+        rows.map((row) => row.attempts).sort(),
+        [0, 0, 0, 1],
+        'only the event that was tried spent an attempt',
+      );
+    });
+
+    it('buries an unreadable stored event and delivers the rest of its batch', async () => {
+      const hook = await startHookReceiver();
       receivers.push(hook);
-      const backlog = await storedBacklog([hook], 6, { base_backoff_ms: 600, max_backoff_ms: 600 });
+      const id = await createWebhook(gateway, hook);
+      const workspace = (await gateway.request('GET', '/api/v1/workspaces/default')).body.data.id;
+      await gateway.services.storage.db
+        .insertInto('broadcast_outbox')
+        .values({
+          id: '00000000-0000-4000-8000-000000000001',
+          destination_id: id,
+          workspace_id: workspace,
+          generation_id: 'gen-poison',
+          idempotency_key: 'f'.repeat(32),
+          payload: '{not json',
+          status: 'pending',
+          attempts: 0,
+          next_attempt_at: new Date(0).toISOString(),
+          lease_until: null,
+          leased_by: null,
+          last_error: null,
+          last_status: null,
+          created_at: new Date().toISOString(),
+          dead_at: null,
+        })
+        .execute();
+      await chat(gateway, app.key);
+      await waitUntil('the good event delivered', () => hook.deliveries().length === 1);
+      await waitUntil('the bad one buried', async () => {
+        const rows = await outboxRows(gateway);
+        return rows.length === 1 && rows[0]?.status === 'dead';
+      });
+      const [dead] = await outboxRows(gateway);
+      assert.match(dead?.last_error ?? '', /not valid JSON/);
+    });
+
+    it('keeps delivering after every delivery slot was busy at once', async () => {
+      const busy = await startBroadcastGateway({ broadcast: { concurrency: 1 } });
+      const slow = await startHookReceiver(async () => {
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        return { status: 200, body: {} };
+      });
+      const fast = await startHookReceiver();
+      receivers.push(slow, fast);
       try {
-        // One batch of six, one request each: two delivered, the third refused, three never sent.
-        await waitUntil('the failure', () => hook.deliveries().length === 3);
-        await waitUntil('the batch settled', async () =>
-          (await outboxRows(backlog.consumer)).every((row) => row.leased_by === null),
-        );
-        const waiting = await outboxRows(backlog.consumer);
-        assert.equal(waiting.length, 4);
-        const refused = waiting.filter((row) => row.last_status === failure.status);
-        assert.equal(refused.length, 1);
-        assert.equal(refused[0]?.attempts, 1);
-        for (const row of waiting.filter((entry) => entry.last_status === null))
-          assert.equal(row.attempts, 0);
-        // All four wait for the destination's pause (Retry-After, or the refused event's backoff).
-        const soonest = Math.min(...waiting.map((row) => Date.parse(row.next_attempt_at)));
-        assert.ok(soonest - Date.now() > 100, `next attempt in ${soonest - Date.now()} ms`);
+        await setBroadcast(busy, true);
+        const key = await inferenceKey(busy);
+        await createWebhook(busy, slow);
+        await createWebhook(busy, fast, { name: 'fast' });
+        for (let round = 0; round < 3; round += 1) {
+          await chat(busy, key.key);
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
         await waitUntil(
-          'every event delivered',
-          () => new Set(hook.deliveries().map(keyOf)).size === 6,
-          6000,
+          'every event at both',
+          () => slow.deliveries().length === 3 && fast.deliveries().length === 3,
+          10_000,
         );
-        assert.equal(hook.deliveries().length, 7, 'only the refused event was sent twice');
+      } finally {
+        await busy.close();
+      }
+    });
+
+    /**
+     * Stores `perHook` events for each receiver's webhook through a gateway without a delivery worker
+     * (they wait unleased in the database), then starts a gateway with a worker on the same database.
+     */
+    async function storedBacklog(
+      hooks: Array<Awaited<ReturnType<typeof startHookReceiver>>>,
+      perHook: number,
+      broadcast: Record<string, unknown>,
+    ): Promise<{ consumer: TestApp; close(): Promise<void> }> {
+      const database = isolatedDatabase();
+      try {
+        const producer = await startBroadcastGateway({ database, broadcast: { worker_enabled: false } });
+        await setBroadcast(producer, true);
+        const key = await inferenceKey(producer);
+        for (const [n, hook] of hooks.entries()) await createWebhook(producer, hook, { name: `hook ${n}` });
+        for (let n = 0; n < perHook; n += 1) await chat(producer, key.key);
+        await waitUntil(
+          'the stored events',
+          async () => (await outboxRows(producer)).length === perHook * hooks.length,
+        );
+        await producer.close();
+        const consumer = await startBroadcastGateway({ database, broadcast });
+        return {
+          consumer,
+          close: async () => {
+            await consumer.close();
+            await database.drop();
+          },
+        };
+      } catch (error) {
+        await database.drop();
+        throw error;
+      }
+    }
+
+    it('drains a stored backlog claim after claim, without waiting a poll while its other destinations are busy', async () => {
+      // A worker polling once a minute must still take a stored backlog batch after batch. A claim
+      // made while every destination with events was busy comes back empty, and used to be read as
+      // "nothing left" until the next poll.
+      const hooks = [await startHookReceiver(), await startHookReceiver()];
+      receivers.push(...hooks);
+      const backlog = await storedBacklog(hooks, 12, { poll_interval_ms: 60_000, claim_batch: 4 });
+      try {
+        await waitUntil(
+          'every stored event delivered',
+          () => hooks.every((hook) => hook.deliveries().length === 12),
+          10_000,
+        );
         await waitUntil('an empty outbox', async () => (await outboxRows(backlog.consumer)).length === 0);
       } finally {
         await backlog.close();
       }
     });
-  }
 
-  it('a batch whose last request hits a 429 still pauses the destination for the next batch', async () => {
-    // Two webhook batches' worth: the first batch's last event is refused with Retry-After, so the
-    // second batch waits too instead of running into the same 429.
-    const times: number[] = [];
-    const hook = await startHookReceiver(() => {
-      times.push(Date.now());
-      return times.length === 20
-        ? { status: 429, headers: { 'retry-after': '1' }, body: {} }
-        : { status: 200, body: {} };
-    });
-    receivers.push(hook);
-    const backlog = await storedBacklog([hook], 22, {});
-    try {
-      await waitUntil('every event delivered', () => new Set(hook.deliveries().map(keyOf)).size === 22, 8000);
-      const gap = (times[20] as number) - (times[19] as number);
-      assert.ok(gap >= 900, `the next request came ${gap} ms after the 429`);
-      await waitUntil('an empty outbox', async () => (await outboxRows(backlog.consumer)).length === 0);
-    } finally {
-      await backlog.close();
-    }
-  });
-
-  it('a webhook batch cut by its time limit sends the rest in the next batch, losing nothing', async () => {
-    // lease_ms 2000 gives each batch one second; four events at 400 ms each do not fit in one.
-    const hook = await startHookReceiver(async () => {
-      await new Promise((resolve) => setTimeout(resolve, 400));
-      return { status: 200, body: {} };
-    });
-    receivers.push(hook);
-    const backlog = await storedBacklog([hook], 4, { lease_ms: 2_000 });
-    try {
-      await waitUntil(
-        'every event delivered',
-        () => new Set(hook.deliveries().map(keyOf)).size === 4,
-        15_000,
-      );
-      await waitUntil(
-        'an empty outbox',
-        async () => (await outboxRows(backlog.consumer)).length === 0,
-        15_000,
-      );
-    } finally {
-      await backlog.close();
-    }
-  });
-
-  it('a webhook event refused with a 400 is a dead letter alone: the rest of its batch is delivered', async () => {
-    let calls = 0;
-    const hook = await startHookReceiver(() => {
-      calls += 1;
-      return calls === 1 ? { status: 400, body: { error: 'bad event' } } : { status: 200, body: {} };
-    });
-    receivers.push(hook);
-    const backlog = await storedBacklog([hook], 5, {});
-    try {
-      await waitUntil('the rest delivered', () => hook.deliveries().length === 5);
-      await waitUntil('only the dead letter left', async () => {
-        const rows = await outboxRows(backlog.consumer);
-        return rows.length === 1 && rows[0]?.status === 'dead';
+    for (const failure of [
+      {
+        name: 'a 429 with Retry-After',
+        status: 429,
+        headers: { 'retry-after': '1' } as Record<string, string>,
+      },
+      { name: 'a 500', status: 500, headers: {} as Record<string, string> },
+    ]) {
+      it(`${failure.name} in the middle of a webhook batch pauses it: the unsent events keep their attempt and wait`, async () => {
+        let calls = 0;
+        const hook = await startHookReceiver(() => {
+          calls += 1;
+          return calls === 3
+            ? { status: failure.status, headers: failure.headers, body: {} }
+            : { status: 200, body: {} };
+        });
+        receivers.push(hook);
+        const backlog = await storedBacklog([hook], 6, { base_backoff_ms: 600, max_backoff_ms: 600 });
+        try {
+          // One batch of six, one request each: two delivered, the third refused, three never sent.
+          await waitUntil('the failure', () => hook.deliveries().length === 3);
+          await waitUntil('the batch settled', async () =>
+            (await outboxRows(backlog.consumer)).every((row) => row.leased_by === null),
+          );
+          const waiting = await outboxRows(backlog.consumer);
+          assert.equal(waiting.length, 4);
+          const refused = waiting.filter((row) => row.last_status === failure.status);
+          assert.equal(refused.length, 1);
+          assert.equal(refused[0]?.attempts, 1);
+          for (const row of waiting.filter((entry) => entry.last_status === null))
+            assert.equal(row.attempts, 0);
+          // All four wait for the destination's pause (Retry-After, or the refused event's backoff).
+          const soonest = Math.min(...waiting.map((row) => Date.parse(row.next_attempt_at)));
+          assert.ok(soonest - Date.now() > 100, `next attempt in ${soonest - Date.now()} ms`);
+          await waitUntil(
+            'every event delivered',
+            () => new Set(hook.deliveries().map(keyOf)).size === 6,
+            6000,
+          );
+          assert.equal(hook.deliveries().length, 7, 'only the refused event was sent twice');
+          await waitUntil('an empty outbox', async () => (await outboxRows(backlog.consumer)).length === 0);
+        } finally {
+          await backlog.close();
+        }
       });
-      const [dead] = await outboxRows(backlog.consumer);
-      assert.equal(dead?.last_status, 400);
-      assert.equal(dead?.attempts, 1);
-      assert.equal(new Set(hook.deliveries().map(keyOf)).size, 5, 'each event sent once');
-    } finally {
-      await backlog.close();
     }
-  });
 
-  it('drops the pending events of a deleted destination', async () => {
-    const hook = await scripted(() => ({ status: 500, body: {} }));
-    const id = await createWebhook(gateway, hook, {});
-    await chat(gateway, app.key);
-    // Stored rows count their first attempt already: wait for the receiver's 500 to be recorded.
-    await waitUntil('a failed attempt', async () =>
-      (await outboxRows(gateway)).some((row) => row.last_status === 500),
-    );
-    const deleted = await gateway.request('DELETE', `/api/v1/observability/destinations/${id}`);
-    assert.equal(deleted.status, 200);
-    await waitUntil('the outbox emptied', async () => (await outboxRows(gateway)).length === 0);
-    assert.equal(hook.deliveries().length, 1);
+    it('a batch whose last request hits a 429 still pauses the destination for the next batch', async () => {
+      // Two webhook batches' worth: the first batch's last event is refused with Retry-After, so the
+      // second batch waits too instead of running into the same 429.
+      const times: number[] = [];
+      const hook = await startHookReceiver(() => {
+        times.push(Date.now());
+        return times.length === 20
+          ? { status: 429, headers: { 'retry-after': '1' }, body: {} }
+          : { status: 200, body: {} };
+      });
+      receivers.push(hook);
+      const backlog = await storedBacklog([hook], 22, {});
+      try {
+        await waitUntil(
+          'every event delivered',
+          () => new Set(hook.deliveries().map(keyOf)).size === 22,
+          8000,
+        );
+        const gap = (times[20] as number) - (times[19] as number);
+        assert.ok(gap >= 900, `the next request came ${gap} ms after the 429`);
+        await waitUntil('an empty outbox', async () => (await outboxRows(backlog.consumer)).length === 0);
+      } finally {
+        await backlog.close();
+      }
+    });
+
+    it('a webhook batch cut by its time limit sends the rest in the next batch, losing nothing', async () => {
+      // lease_ms 2000 gives each batch one second; four events at 400 ms each do not fit in one.
+      const hook = await startHookReceiver(async () => {
+        await new Promise((resolve) => setTimeout(resolve, 400));
+        return { status: 200, body: {} };
+      });
+      receivers.push(hook);
+      const backlog = await storedBacklog([hook], 4, { lease_ms: 2_000 });
+      try {
+        await waitUntil(
+          'every event delivered',
+          () => new Set(hook.deliveries().map(keyOf)).size === 4,
+          15_000,
+        );
+        await waitUntil(
+          'an empty outbox',
+          async () => (await outboxRows(backlog.consumer)).length === 0,
+          15_000,
+        );
+      } finally {
+        await backlog.close();
+      }
+    });
+
+    it('a webhook event refused with a 400 is a dead letter alone: the rest of its batch is delivered', async () => {
+      let calls = 0;
+      const hook = await startHookReceiver(() => {
+        calls += 1;
+        return calls === 1 ? { status: 400, body: { error: 'bad event' } } : { status: 200, body: {} };
+      });
+      receivers.push(hook);
+      const backlog = await storedBacklog([hook], 5, {});
+      try {
+        await waitUntil('the rest delivered', () => hook.deliveries().length === 5);
+        await waitUntil('only the dead letter left', async () => {
+          const rows = await outboxRows(backlog.consumer);
+          return rows.length === 1 && rows[0]?.status === 'dead';
+        });
+        const [dead] = await outboxRows(backlog.consumer);
+        assert.equal(dead?.last_status, 400);
+        assert.equal(dead?.attempts, 1);
+        assert.equal(new Set(hook.deliveries().map(keyOf)).size, 5, 'each event sent once');
+      } finally {
+        await backlog.close();
+      }
+    });
+
+    it('drops the pending events of a deleted destination', async () => {
+      const hook = await scripted(() => ({ status: 500, body: {} }));
+      const id = await createWebhook(gateway, hook, {});
+      await chat(gateway, app.key);
+      // Stored rows count their first attempt already: wait for the receiver's 500 to be recorded.
+      await waitUntil('a failed attempt', async () =>
+        (await outboxRows(gateway)).some((row) => row.last_status === 500),
+      );
+      const deleted = await gateway.request('DELETE', `/api/v1/observability/destinations/${id}`);
+      assert.equal(deleted.status, 200);
+      await waitUntil('the outbox emptied', async () => (await outboxRows(gateway)).length === 0);
+      assert.equal(hook.deliveries().length, 1);
+    });
   });
-});
+}
 
 describe('broadcast delivery across processes', () => {
   const children = new Set<ChildProcess>();

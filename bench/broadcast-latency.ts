@@ -1,0 +1,218 @@
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { parseArgs } from 'node:util';
+import autocannon from 'autocannon';
+import {
+  claimCpus,
+  cpuSeconds,
+  type LaunchedGateway,
+  launchGateway,
+  peakRssMegabytes,
+  startFakeUpstream,
+  stopAll,
+} from './bench-processes.js';
+import { enableBroadcast, startBroadcastReceivers, waitForDrain } from './broadcast-receivers.js';
+
+/**
+ * What broadcast adds to request latency, measured so the host's drift cannot pass for it: gateways
+ * of this checkout — one without destinations, one with them (default settings), and one more per
+ * `--variant` with them — run side by side on the proxy CPU, and take turns: each round loads one
+ * gateway at a time at a steady rate (4 connections), then waits until its outbox is empty before
+ * the next one starts, so no gateway's deliveries overlap another's window. Medians over the rounds
+ * are printed, with each gateway's peak RSS.
+ *
+ *   node --import tsx bench/broadcast-latency.ts [--rounds 5] [--seconds 5] [--rate 200]
+ *     [--broadcast webhook,otel-collector,langfuse] [--variant "broadcast.delivery_thread=false"]…
+ */
+const { values } = parseArgs({
+  options: {
+    rounds: { type: 'string', default: '5' },
+    seconds: { type: 'string', default: '5' },
+    rate: { type: 'string', default: '200' },
+    broadcast: { type: 'string', default: 'webhook,otel-collector,langfuse' },
+    /** `[broadcast.]<key>=<value>[,…]`: the settings of one more broadcasting gateway; repeatable. */
+    variant: { type: 'string', multiple: true },
+  },
+});
+
+function fail(message: string): never {
+  console.error(`bench:broadcast-latency: ${message}`);
+  process.exit(1);
+}
+
+const positive = (name: string, text: string | undefined): number => {
+  const value = Number(text);
+  if (!Number.isSafeInteger(value) || value <= 0) fail(`--${name} must be a positive integer, got "${text}"`);
+  return value;
+};
+const rounds = positive('rounds', values.rounds);
+const seconds = positive('seconds', values.seconds);
+const rate = positive('rate', values.rate);
+const broadcastTypes = values.broadcast.split(',').filter(Boolean);
+if (broadcastTypes.length === 0) fail('--broadcast names no destination type');
+const root = fileURLToPath(new URL('..', import.meta.url));
+
+/**
+ * A variant's settings as YAML lines: `broadcast.<key>=<value>` under `broadcast:` (the bench config
+ * ends with that section), `<key>=<value>` at the top level. Values are YAML scalars (true, 3, text).
+ */
+function variantLines(text: string): { broadcast: string[]; top: string[] } {
+  const lines = { broadcast: [] as string[], top: [] as string[] };
+  for (const pair of text.split(',').filter(Boolean)) {
+    const match = /^(broadcast\.)?([a-z_]+)=([A-Za-z0-9_.-]+)$/.exec(pair.trim());
+    if (!match) fail(`--variant takes [broadcast.]<key>=<value>[,…], got "${pair}"`);
+    if (match[1]) lines.broadcast.push(`  ${match[2]}: ${match[3]}`);
+    else lines.top.push(`${match[2]}: ${match[3]}`);
+  }
+  return lines;
+}
+
+interface Contender {
+  name: string;
+  broadcast: boolean;
+  /** Where its bench/inference-config.yaml is read from. */
+  configRoot: string;
+  gateway?: LaunchedGateway;
+  p50: number[];
+  p99: number[];
+  cpu: number[];
+}
+
+const scratch = mkdtempSync(join(tmpdir(), 'switchyard-broadcast-latency-'));
+const baseConfig = readFileSync(join(root, 'bench/inference-config.yaml'), 'utf8');
+const contenders: Contender[] = [
+  { name: 'no destinations', broadcast: false, configRoot: root, p50: [], p99: [], cpu: [] },
+  ...['', ...(values.variant ?? [])].map((variant, index) => {
+    const configRoot = join(scratch, `variant-${index}`);
+    mkdirSync(join(configRoot, 'bench'), { recursive: true });
+    const lines = variantLines(variant);
+    writeFileSync(
+      join(configRoot, 'bench/inference-config.yaml'),
+      [baseConfig.trimEnd(), ...lines.broadcast, ...lines.top, ''].join('\n'),
+    );
+    return {
+      name: `${broadcastTypes.length} destinations${variant ? ` (${variant})` : ''}`,
+      broadcast: true,
+      configRoot,
+      p50: [],
+      p99: [],
+      cpu: [],
+    };
+  }),
+];
+
+const payload = JSON.stringify({
+  model: 'bench/fast',
+  messages: [{ role: 'user', content: 'Say hello in fifty words.' }],
+  max_tokens: 64,
+});
+
+interface Window {
+  result: autocannon.Result;
+  /** Per-response times in ms, sorted (autocannon's own percentiles are whole milliseconds). */
+  latencies: Float64Array;
+}
+
+function load(gateway: LaunchedGateway, duration: number): Promise<Window> {
+  const latencies: number[] = [];
+  return new Promise((done, reject) => {
+    const instance = autocannon(
+      {
+        url: `${gateway.origin}/api/v1/chat/completions`,
+        method: 'POST',
+        headers: { authorization: `Bearer ${gateway.key}`, 'content-type': 'application/json' },
+        body: payload,
+        connections: 4,
+        overallRate: rate,
+        duration,
+      },
+      (error, result) =>
+        error ? reject(error) : done({ result, latencies: Float64Array.from(latencies).sort() }),
+    );
+    instance.on('response', (_client, status, _bytes, time) => {
+      if (status >= 200 && status < 300) latencies.push(time);
+    });
+  });
+}
+
+function percentile(sorted: Float64Array, quantile: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(quantile * sorted.length) - 1))] ?? NaN;
+}
+
+const median = (figures: number[]) =>
+  [...figures].sort((a, b) => a - b)[Math.floor(figures.length / 2)] ?? NaN;
+
+const { proxyCpu, loadCpu } = claimCpus(fail);
+const receivers = await startBroadcastReceivers(broadcastTypes);
+try {
+  const upstreamOrigin = await startFakeUpstream(root, loadCpu);
+  for (const contender of contenders) {
+    const directory = join(scratch, `db-${contenders.indexOf(contender)}`);
+    mkdirSync(directory);
+    contender.gateway = await launchGateway({
+      checkout: root,
+      cpu: proxyCpu,
+      upstreamOrigin,
+      directory,
+      configRoot: contender.configRoot,
+    }).catch((error: Error) => fail(`${contender.name}: ${error.message}`));
+    if (contender.broadcast) {
+      const problem = await enableBroadcast(
+        contender.gateway.origin,
+        contender.gateway.managementKey,
+        broadcastTypes,
+        receivers,
+      );
+      if (problem) fail(`${contender.name}: broadcast setup ${problem}`);
+    }
+  }
+  console.log(
+    `broadcast latency on CPU ${proxyCpu}: chat at ${rate} req/s (4 connections), ${seconds} s per gateway ` +
+      `and round, ${rounds} rounds; destinations: ${broadcastTypes.join(', ')}`,
+  );
+  // Warm-up: JIT, pools, the receivers' connections.
+  for (const contender of contenders) {
+    const gateway = contender.gateway as LaunchedGateway;
+    await load(gateway, 2);
+    await waitForDrain(gateway.origin, 120_000, 250);
+  }
+  for (let round = 1; round <= rounds; round += 1) {
+    const cells: string[] = [];
+    for (const contender of contenders) {
+      const gateway = contender.gateway as LaunchedGateway;
+      const pid = gateway.child.pid as number;
+      const before = cpuSeconds(pid);
+      const { result, latencies } = await load(gateway, seconds);
+      const p50 = percentile(latencies, 0.5);
+      const p99 = percentile(latencies, 0.99);
+      const micros = ((cpuSeconds(pid) - before) * 1e6) / Math.max(1, result.requests.total);
+      const failed = result.non2xx + result.errors;
+      contender.p50.push(p50);
+      contender.p99.push(p99);
+      // Delivering the window's events belongs to it: the next gateway starts on an idle CPU.
+      const left = await waitForDrain(gateway.origin, 120_000, 250);
+      if (left > 0) fail(`${contender.name}: outbox not drained after 120 s (${left} pending)`);
+      contender.cpu.push(((cpuSeconds(pid) - before) * 1e6) / Math.max(1, result.requests.total));
+      cells.push(
+        `${contender.name} p50 ${p50.toFixed(2)} ms p99 ${p99.toFixed(2)} ms ` +
+          `(${micros.toFixed(0)} µs CPU/req in the window)${failed > 0 ? `, ${failed} failed` : ''}`,
+      );
+    }
+    console.log(`round ${round}: ${cells.join('; ')}`);
+  }
+  console.log('\n| gateway | p50 ms | p99 ms | CPU µs per request (deliveries included) | peak RSS MB |');
+  console.log('| --- | ---: | ---: | ---: | ---: |');
+  for (const contender of contenders) {
+    console.log(
+      `| ${contender.name} | ${median(contender.p50).toFixed(2)} | ${median(contender.p99).toFixed(2)} | ` +
+        `${median(contender.cpu).toFixed(0)} | ${peakRssMegabytes(contender.gateway?.child.pid as number)?.toFixed(0) ?? '–'} |`,
+    );
+  }
+} finally {
+  await receivers.close();
+  await stopAll();
+  rmSync(scratch, { recursive: true, force: true });
+}

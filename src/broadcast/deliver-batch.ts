@@ -1,0 +1,129 @@
+import type { BroadcastEvent } from './broadcast-event.js';
+import { DeliveryError, type ExportContext, type OutboxItem, type SendOutcome } from './destination-type.js';
+import { destinationType } from './destination-types.js';
+import type { ExporterHttp } from './exporter-http.js';
+
+/** One stored event to send: its payload as stored, and the event itself when still at hand. */
+export interface StoredItem {
+  payload: string;
+  /** The event the payload was serialized from (a row this process just built); else it is parsed. */
+  event?: BroadcastEvent;
+  idempotencyKey: string;
+  attempt: number;
+}
+
+/** One batch for one destination, as the outbox worker hands it over. */
+export interface DeliveryRequest {
+  /** The destination type (`webhook`, `langfuse`, …). */
+  type: string;
+  items: StoredItem[];
+  config: Record<string, unknown>;
+  destination: ExportContext<unknown>['destination'];
+  now: Date;
+  originOverride?: string;
+  signal: AbortSignal;
+}
+
+/**
+ * What sends batches to receivers: in this thread (tests, `broadcast.delivery_thread: false`) or in
+ * the delivery thread (delivery-thread.ts). Resolves with the exporter's outcome (indexes are the
+ * request's), or rejects with a DeliveryError when the batch failed as a whole.
+ */
+export interface Deliverer {
+  deliver(request: DeliveryRequest): Promise<SendOutcome | undefined>;
+  close(): Promise<void>;
+}
+
+/**
+ * Parses the batch's payloads and sends the readable ones with the type's exporter. A payload that
+ * is not valid JSON is refused alone (not retryable: it never will be); the outcome's indexes are
+ * mapped back to the request's.
+ */
+export async function deliverBatch(
+  request: Omit<DeliveryRequest, 'signal'> & { signal: AbortSignal },
+  http: ExporterHttp,
+): Promise<SendOutcome | undefined> {
+  const type = destinationType(request.type);
+  if (!type) throw new DeliveryError(`unknown destination type ${request.type}`, { retryable: false });
+  const unreadable: NonNullable<SendOutcome['rejected']> = [];
+  const items: OutboxItem[] = [];
+  /** Request index of each item sent. */
+  const positions: number[] = [];
+  request.items.forEach((stored, index) => {
+    let event = stored.event;
+    if (event === undefined) {
+      try {
+        event = JSON.parse(stored.payload) as BroadcastEvent;
+      } catch {
+        unreadable.push({ index, retryable: false, message: 'the stored event is not valid JSON' });
+        return;
+      }
+    }
+    items.push({ event, idempotencyKey: stored.idempotencyKey, attempt: stored.attempt });
+    positions.push(index);
+  });
+  if (items.length === 0) return { rejected: unreadable };
+  const at = (index: number) => positions[index] ?? index;
+  const outcome = await type.send(items, {
+    config: request.config,
+    destination: request.destination,
+    http,
+    signal: request.signal,
+    now: request.now,
+    originOverride: request.originOverride,
+  });
+  if (unreadable.length === 0 && positions.length === request.items.length) return outcome ?? undefined;
+  const rejected = [
+    ...unreadable,
+    ...(outcome?.rejected ?? []).map((entry) => ({ ...entry, index: at(entry.index) })),
+  ];
+  const stopped = outcome?.stopped
+    ? {
+        error: outcome.stopped.error,
+        failed: outcome.stopped.failed.map(at),
+        unsent: outcome.stopped.unsent.map(at),
+      }
+    : undefined;
+  return stopped ? { rejected, stopped } : { rejected };
+}
+
+/** Sends in this thread, with the given HTTP client. */
+export function createInProcessDeliverer(http: ExporterHttp): Deliverer {
+  return {
+    deliver: (request) => deliverBatch(request, http),
+    close: async () => undefined,
+  };
+}
+
+/** A DeliveryError as plain data (what crosses the thread boundary). */
+export interface DeliveryErrorData {
+  message: string;
+  retryable: boolean;
+  retryAfterMs: number | null;
+  status: number | null;
+}
+
+export function deliveryErrorData(error: unknown): DeliveryErrorData {
+  if (error instanceof DeliveryError) {
+    return {
+      message: error.message,
+      retryable: error.retryable,
+      retryAfterMs: error.retryAfterMs,
+      status: error.status,
+    };
+  }
+  return {
+    message: `exporter failed: ${(error as Error)?.message ?? String(error)}`,
+    retryable: true,
+    retryAfterMs: null,
+    status: null,
+  };
+}
+
+export function deliveryErrorFrom(data: DeliveryErrorData): DeliveryError {
+  return new DeliveryError(data.message, {
+    retryable: data.retryable,
+    retryAfterMs: data.retryAfterMs,
+    status: data.status,
+  });
+}

@@ -1,0 +1,187 @@
+import { Worker } from 'node:worker_threads';
+import {
+  type Deliverer,
+  type DeliveryErrorData,
+  type DeliveryRequest,
+  deliveryErrorFrom,
+} from './deliver-batch.js';
+import { DeliveryError, type SendOutcome } from './destination-type.js';
+
+/** What the thread is started with. */
+export interface ThreadSettings {
+  allowPrivateNetworks: boolean;
+  /** The thread's nice value (0 leaves it as the process's). */
+  niceness: number;
+}
+
+/** Parent → thread. */
+export type ThreadMessage =
+  | {
+      kind: 'deliver';
+      id: number;
+      request: Omit<DeliveryRequest, 'signal' | 'now'> & { now: number };
+    }
+  | { kind: 'abort'; id: number };
+
+/** Thread → parent. */
+export type ThreadReply =
+  | { kind: 'ready'; priority: number | string }
+  | {
+      kind: 'outcome';
+      id: number;
+      rejected: SendOutcome['rejected'];
+      stopped: { error: DeliveryErrorData; failed: number[]; unsent: number[] } | undefined;
+    }
+  | { kind: 'failure'; id: number; error: DeliveryErrorData };
+
+export interface DeliveryThreadLogger {
+  info(details: Record<string, unknown>, message: string): void;
+  warn(details: Record<string, unknown>, message: string): void;
+}
+
+interface Pending {
+  thread: Worker;
+  resolve: (outcome: SendOutcome | undefined) => void;
+  reject: (error: unknown) => void;
+  signal: AbortSignal;
+  onAbort: () => void;
+}
+
+/**
+ * The thread's entry module: the compiled .js next to this file, or — when the gateway runs from
+ * its TypeScript sources (tests, `tsx`) — the .ts one, loaded through tsx's loader, which a worker
+ * thread does not inherit from its parent.
+ */
+function spawn(settings: ThreadSettings): Worker {
+  const fromSources = import.meta.url.endsWith('.ts');
+  if (!fromSources)
+    return new Worker(new URL('./delivery-thread-entry.js', import.meta.url), { workerData: settings });
+  const entry = new URL('./delivery-thread-entry.ts', import.meta.url).href;
+  const tsx = import.meta.resolve('tsx/esm/api');
+  const bootstrap = `import(${JSON.stringify(tsx)}).then((api) => { api.register(); return import(${JSON.stringify(entry)}); })`;
+  return new Worker(bootstrap, { eval: true, workerData: settings });
+}
+
+/**
+ * Sends batches from a worker thread at a lowered priority (nice 19 by default): encoding the
+ * events (OTLP, vendor JSON), compressing, signing and the HTTP exchanges with receivers then never
+ * hold up the request thread's event loop, and on a saturated core the scheduler runs requests
+ * first. Only strings cross over: each event's stored payload (parsed in the thread) and the
+ * destination's opened config. Started at the first batch; a thread that dies fails its batches as
+ * retryable and the next batch starts a new one.
+ */
+export function createThreadDeliverer(options: {
+  settings: ThreadSettings;
+  logger: DeliveryThreadLogger;
+}): Deliverer & { readonly priority: Promise<number | string> } {
+  const { settings, logger } = options;
+  let worker: Worker | null = null;
+  let nextId = 1;
+  const pending = new Map<number, Pending>();
+  let closed = false;
+  let announcePriority: (priority: number | string) => void = () => undefined;
+  const priority = new Promise<number | string>((resolve) => {
+    announcePriority = resolve;
+  });
+
+  function settle(id: number): Pending | undefined {
+    const entry = pending.get(id);
+    if (!entry) return undefined;
+    pending.delete(id);
+    entry.signal.removeEventListener('abort', entry.onAbort);
+    return entry;
+  }
+
+  /** Fails the batches sent to `thread` (all of them when null). */
+  function failAll(error: DeliveryError, thread: Worker | null): void {
+    for (const [id, entry] of [...pending]) {
+      if (thread === null || entry.thread === thread) settle(id)?.reject(error);
+    }
+  }
+
+  function start(): Worker {
+    const thread = spawn(settings);
+    thread.unref();
+    thread.on('message', (message: ThreadReply) => {
+      if (message.kind === 'ready') {
+        announcePriority(message.priority);
+        if (typeof message.priority === 'string') {
+          logger.warn(
+            { reason: message.priority },
+            'broadcast delivery thread runs at normal priority (it could not be lowered)',
+          );
+        }
+        return;
+      }
+      const entry = settle(message.id);
+      if (!entry) return;
+      if (message.kind === 'failure') entry.reject(deliveryErrorFrom(message.error));
+      else {
+        entry.resolve({
+          rejected: message.rejected,
+          stopped: message.stopped && {
+            error: deliveryErrorFrom(message.stopped.error),
+            failed: message.stopped.failed,
+            unsent: message.stopped.unsent,
+          },
+        });
+      }
+    });
+    thread.on('error', (error) => {
+      logger.warn({ err: error }, 'broadcast delivery thread failed; its batches are retried');
+    });
+    thread.on('exit', (code) => {
+      if (worker === thread) worker = null;
+      failAll(
+        new DeliveryError(`the delivery thread stopped (exit code ${code}) during the delivery`, {
+          retryable: true,
+        }),
+        thread,
+      );
+    });
+    return thread;
+  }
+
+  return {
+    priority,
+    deliver(request) {
+      if (closed) return Promise.reject(new DeliveryError('delivery aborted', { retryable: true }));
+      if (request.signal.aborted) {
+        return Promise.reject(new DeliveryError('delivery aborted', { retryable: true }));
+      }
+      worker ??= start();
+      const thread = worker;
+      const id = nextId++;
+      return new Promise<SendOutcome | undefined>((resolve, reject) => {
+        const onAbort = () => thread.postMessage({ kind: 'abort', id } satisfies ThreadMessage);
+        pending.set(id, { thread, resolve, reject, signal: request.signal, onAbort });
+        request.signal.addEventListener('abort', onAbort, { once: true });
+        const message: ThreadMessage = {
+          kind: 'deliver',
+          id,
+          request: {
+            type: request.type,
+            // The payload text only: the thread parses it (an event object would be copied field by field).
+            items: request.items.map(({ payload, idempotencyKey, attempt }) => ({
+              payload,
+              idempotencyKey,
+              attempt,
+            })),
+            config: request.config,
+            destination: request.destination,
+            now: request.now.getTime(),
+            originOverride: request.originOverride,
+          },
+        };
+        thread.postMessage(message);
+      });
+    },
+    async close() {
+      closed = true;
+      const thread = worker;
+      worker = null;
+      if (thread) await thread.terminate();
+      failAll(new DeliveryError('delivery aborted', { retryable: true }), null);
+    },
+  };
+}

@@ -1,0 +1,176 @@
+import assert from 'node:assert/strict';
+import { readdirSync, readFileSync } from 'node:fs';
+import { after, before, describe, it } from 'node:test';
+import { type DeliveryRequest, deliverBatch } from '../../src/broadcast/deliver-batch.js';
+import { createThreadDeliverer } from '../../src/broadcast/delivery-thread.js';
+import { DeliveryError } from '../../src/broadcast/destination-type.js';
+import { createExporterHttp } from '../../src/broadcast/exporter-http.js';
+import {
+  type FakeReceiver,
+  type ReceiverReply,
+  sampleEvent,
+  startReceiver,
+} from '../helpers/broadcast-fixtures.js';
+
+const quiet = { info: () => undefined, warn: () => undefined };
+
+function request(
+  receiver: FakeReceiver,
+  payloads: string[],
+  signal = new AbortController().signal,
+): DeliveryRequest {
+  return {
+    type: 'webhook',
+    items: payloads.map((payload, index) => ({ payload, idempotencyKey: `key-${index}`, attempt: 1 })),
+    config: { url: `${receiver.url}/hook`, method: 'POST' },
+    destination: { id: '11111111-2222-4333-8444-555555555555', name: 'hook', workspace_id: 'w' },
+    now: new Date('2026-11-22T10:00:00.000Z'),
+    signal,
+  };
+}
+
+const payload = (generation: string) => JSON.stringify(sampleEvent({ generation_id: generation }));
+
+/** Nice values of this process's threads (Linux). */
+function threadNiceValues(): number[] {
+  return readdirSync('/proc/self/task').map((tid) => {
+    const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+    // Fields after the command name (which may hold spaces): state is field 3, nice field 19.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return Number(fields[16]);
+  });
+}
+
+describe('deliverBatch', () => {
+  it('refuses an unreadable payload alone and maps the outcome back to the request order', async () => {
+    let calls = 0;
+    const receiver = await startReceiver(() => {
+      calls += 1;
+      return calls === 2 ? { status: 500, body: { error: 'down' } } : { status: 200, body: {} };
+    });
+    const http = createExporterHttp({ allowPrivateNetworks: true });
+    try {
+      const outcome = await deliverBatch(
+        request(receiver, [payload('gen-a'), '{not json', payload('gen-b'), payload('gen-c')]),
+        http,
+      );
+      assert.deepEqual(outcome?.rejected, [
+        { index: 1, retryable: false, message: 'the stored event is not valid JSON' },
+      ]);
+      // gen-a delivered; gen-b (request index 2) got the 500; gen-c (3) was never sent.
+      assert.deepEqual(outcome?.stopped?.failed, [2]);
+      assert.deepEqual(outcome?.stopped?.unsent, [3]);
+      assert.equal(outcome?.stopped?.error.status, 500);
+      assert.deepEqual(
+        receiver.requests.map((received) => received.headers['idempotency-key']),
+        ['key-0', 'key-2'],
+      );
+    } finally {
+      await http.close();
+      await receiver.close();
+    }
+  });
+
+  it('a batch of unreadable payloads sends nothing', async () => {
+    const receiver = await startReceiver(() => ({ status: 200, body: {} }));
+    const http = createExporterHttp({ allowPrivateNetworks: true });
+    try {
+      const outcome = await deliverBatch(request(receiver, ['nope', '']), http);
+      assert.deepEqual(
+        outcome?.rejected?.map((entry) => entry.index),
+        [0, 1],
+      );
+      assert.equal(receiver.requests.length, 0);
+    } finally {
+      await http.close();
+      await receiver.close();
+    }
+  });
+});
+
+describe('delivery thread', () => {
+  let receiver: FakeReceiver;
+  let reply: () => Promise<ReceiverReply>;
+  const deliverer = createThreadDeliverer({
+    settings: { allowPrivateNetworks: true, niceness: 19 },
+    logger: quiet,
+  });
+
+  before(async () => {
+    receiver = await startReceiver(() => reply());
+  });
+  after(async () => {
+    await deliverer.close();
+    await receiver.close();
+  });
+
+  it('sends a batch from a thread at the lowest priority', async () => {
+    reply = async () => ({ status: 200, body: {} });
+    const outcome = await deliverer.deliver(request(receiver, [payload('gen-1'), payload('gen-2')]));
+    assert.equal(outcome?.rejected, undefined);
+    assert.equal(outcome?.stopped, undefined);
+    const bodies = receiver.requests.map((received) => received.json as { resourceSpans: unknown[] });
+    assert.equal(bodies.length, 2);
+    assert.ok(bodies.every((body) => body.resourceSpans.length === 1));
+    if (process.platform === 'linux') {
+      assert.equal(await deliverer.priority, 19);
+      assert.ok(threadNiceValues().includes(19), 'a thread of this process runs at nice 19');
+      assert.equal(threadNiceValues()[0], 0, 'the main thread keeps its priority');
+    }
+  });
+
+  it('hands back a failure as a DeliveryError with its status and Retry-After', async () => {
+    reply = async () => ({ status: 429, body: { error: 'slow down' }, headers: { 'retry-after': '7' } });
+    await assert.rejects(deliverer.deliver(request(receiver, [payload('gen-3')])), (error: unknown) => {
+      assert.ok(error instanceof DeliveryError);
+      assert.equal(error.status, 429);
+      assert.equal(error.retryable, true);
+      assert.equal(error.retryAfterMs, 7_000);
+      return true;
+    });
+  });
+
+  it('hands back a batch stopped part-way with the failure and the unsent items', async () => {
+    let calls = 0;
+    reply = async () => {
+      calls += 1;
+      return calls === 1 ? { status: 200, body: {} } : { status: 503, body: {} };
+    };
+    const outcome = await deliverer.deliver(
+      request(receiver, [payload('gen-4'), payload('gen-5'), payload('gen-6')]),
+    );
+    assert.ok(outcome?.stopped?.error instanceof DeliveryError);
+    assert.equal(outcome?.stopped?.error.status, 503);
+    assert.deepEqual(outcome?.stopped?.failed, [1]);
+    assert.deepEqual(outcome?.stopped?.unsent, [2]);
+  });
+
+  it('aborts a send in the thread when the signal fires', async () => {
+    reply = () => new Promise((resolve) => setTimeout(() => resolve({ status: 200, body: {} }), 5_000));
+    const controller = new AbortController();
+    const started = performance.now();
+    const sending = deliverer.deliver(request(receiver, [payload('gen-7')], controller.signal));
+    setTimeout(() => controller.abort(), 100);
+    await assert.rejects(
+      sending,
+      (error: unknown) => error instanceof DeliveryError && error.retryable && /aborted/.test(error.message),
+    );
+    assert.ok(performance.now() - started < 3_000, 'the abort did not wait for the receiver');
+  });
+
+  it('fails the batches in flight as retryable when closed, and refuses new ones', async () => {
+    const closing = createThreadDeliverer({
+      settings: { allowPrivateNetworks: true, niceness: 0 },
+      logger: quiet,
+    });
+    reply = () => new Promise((resolve) => setTimeout(() => resolve({ status: 200, body: {} }), 5_000));
+    const sending = closing.deliver(request(receiver, [payload('gen-8')]));
+    assert.equal(await closing.priority, 0);
+    await closing.close();
+    await assert.rejects(sending, (error: unknown) => error instanceof DeliveryError && error.retryable);
+    await assert.rejects(
+      closing.deliver(request(receiver, [payload('gen-9')])),
+      (error: unknown) => error instanceof DeliveryError && error.retryable,
+    );
+  });
+});
