@@ -88,7 +88,17 @@ export async function buildServices(
   const secretBox = createSecretBox(
     resolveMasterKey({ configured: config.master_key, databaseUrl: config.database_url }),
   );
-  const storage = await openStorage({ url: config.database_url, schema: config.database_schema });
+  const storageLogger = options.logger ?? pino({ level: config.log_level });
+  const storage = await openStorage({
+    url: config.database_url,
+    schema: config.database_schema,
+    backgroundCheckpoint: config.sqlite_background_checkpoint,
+    onCheckpointFailure: (message) =>
+      storageLogger.error(
+        { reason: message },
+        'SQLite checkpoint thread stopped; commits checkpoint the WAL themselves again',
+      ),
+  });
   try {
     await initializeStorage({ storage, initialCreditsUsd: config.credits.initial, now: clock.now() });
   } catch (error) {
@@ -117,7 +127,7 @@ export async function buildServices(
   };
   const generations = createGenerationLog({
     storage,
-    logger: options.logger ?? pino({ level: config.log_level }),
+    logger: storageLogger,
     clock,
     onOutboxWritten: (rows) => outboxWritten.listener?.(rows),
   });
@@ -235,7 +245,11 @@ export async function buildApp(options: BuildOptions): Promise<{ app: FastifyIns
     : null;
   if (broadcastWorker) {
     services.outboxWritten.listener = (rows) => broadcastWorker.accept(rows);
-    app.addHook('onReady', async () => broadcastWorker.start());
+    app.addHook('onReady', async () => {
+      // The thread loads its exporters now, not inside the first batch's time limit.
+      deliveryThread?.start();
+      broadcastWorker.start();
+    });
   }
   const policies = createPolicyCache({
     repository: createPolicyRepository(services.storage),

@@ -63,16 +63,31 @@ export async function deliverBatch(
     positions.push(index);
   });
   if (items.length === 0) return { rejected: unreadable };
-  const at = (index: number) => positions[index] ?? index;
-  const outcome = await type.send(items, {
-    config: request.config,
-    destination: request.destination,
-    http,
-    signal: request.signal,
-    now: request.now,
-    originOverride: request.originOverride,
-  });
-  if (unreadable.length === 0 && positions.length === request.items.length) return outcome ?? undefined;
+  /** Request index of a sent item's index; -1 (settling nothing) for one the exporter made up. */
+  const at = (index: number) => positions[index] ?? -1;
+  let outcome: SendOutcome | undefined;
+  try {
+    outcome = await type.send(items, {
+      config: request.config,
+      destination: request.destination,
+      http,
+      signal: request.signal,
+      now: request.now,
+      originOverride: request.originOverride,
+    });
+  } catch (error) {
+    if (unreadable.length === 0) throw error;
+    // The unreadable items keep their own refusal; the failure concerns the items sent.
+    const failure =
+      error instanceof DeliveryError
+        ? error
+        : new DeliveryError(`exporter failed: ${(error as Error)?.message ?? String(error)}`, {
+            retryable: true,
+            cause: error,
+          });
+    return { rejected: unreadable, stopped: { error: failure, failed: positions, unsent: [] } };
+  }
+  if (unreadable.length === 0) return outcome ?? undefined;
   const rejected = [
     ...unreadable,
     ...(outcome?.rejected ?? []).map((entry) => ({ ...entry, index: at(entry.index) })),

@@ -39,6 +39,9 @@ export interface DeliveryThreadLogger {
   warn(details: Record<string, unknown>, message: string): void;
 }
 
+/** How long an aborted batch waits for the thread's answer before the thread is restarted. */
+const ABORT_GRACE_MS = 5_000;
+
 interface Pending {
   thread: Worker;
   resolve: (outcome: SendOutcome | undefined) => void;
@@ -73,7 +76,7 @@ function spawn(settings: ThreadSettings): Worker {
 export function createThreadDeliverer(options: {
   settings: ThreadSettings;
   logger: DeliveryThreadLogger;
-}): Deliverer & { readonly priority: Promise<number | string> } {
+}): Deliverer & { readonly priority: Promise<number | string>; start(): void } {
   const { settings, logger } = options;
   let worker: Worker | null = null;
   let nextId = 1;
@@ -99,9 +102,8 @@ export function createThreadDeliverer(options: {
     }
   }
 
-  function start(): Worker {
+  function startThread(): Worker {
     const thread = spawn(settings);
-    thread.unref();
     thread.on('message', (message: ThreadReply) => {
       if (message.kind === 'ready') {
         announcePriority(message.priority);
@@ -139,21 +141,41 @@ export function createThreadDeliverer(options: {
         thread,
       );
     });
+    // After the listeners: adding a 'message' listener refs the thread again. Shutdown closes it; a
+    // forgotten one must not keep a finished process alive.
+    thread.unref();
     return thread;
   }
 
   return {
     priority,
+    /** Starts the thread now rather than at the first batch (whose time limit would pay for it). */
+    start() {
+      if (!closed) worker ??= startThread();
+    },
     deliver(request) {
       if (closed) return Promise.reject(new DeliveryError('delivery aborted', { retryable: true }));
       if (request.signal.aborted) {
         return Promise.reject(new DeliveryError('delivery aborted', { retryable: true }));
       }
-      worker ??= start();
+      worker ??= startThread();
       const thread = worker;
       const id = nextId++;
       return new Promise<SendOutcome | undefined>((resolve, reject) => {
-        const onAbort = () => thread.postMessage({ kind: 'abort', id } satisfies ThreadMessage);
+        const onAbort = () => {
+          thread.postMessage({ kind: 'abort', id } satisfies ThreadMessage);
+          // A thread that does not answer an abort is stuck: its batches fail (retryable) and the
+          // next batch starts a new thread, so no delivery slot waits on it forever.
+          setTimeout(() => {
+            if (!pending.has(id)) return;
+            logger.warn(
+              { grace_ms: ABORT_GRACE_MS },
+              'broadcast delivery thread did not answer an abort; restarting it',
+            );
+            if (worker === thread) worker = null;
+            void thread.terminate();
+          }, ABORT_GRACE_MS).unref();
+        };
         pending.set(id, { thread, resolve, reject, signal: request.signal, onAbort });
         request.signal.addEventListener('abort', onAbort, { once: true });
         const message: ThreadMessage = {
@@ -173,7 +195,17 @@ export function createThreadDeliverer(options: {
             originOverride: request.originOverride,
           },
         };
-        thread.postMessage(message);
+        try {
+          thread.postMessage(message);
+        } catch (error) {
+          settle(id);
+          reject(
+            new DeliveryError(
+              `the batch could not be handed to the delivery thread: ${(error as Error).message}`,
+              { retryable: true, cause: error },
+            ),
+          );
+        }
       });
     },
     async close() {

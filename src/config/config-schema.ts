@@ -120,6 +120,11 @@ export const ConfigSchema = Type.Object(
      * src/platform/heap-growth.ts.
      */
     heap_growth_percent: Type.Integer({ minimum: 0, maximum: 300 }),
+    /**
+     * SQLite: checkpoint the WAL from a worker thread, so the two fsyncs of a checkpoint never run
+     * inside a commit on the event loop (src/storage/sqlite-checkpointer.ts). Ignored on PostgreSQL.
+     */
+    sqlite_background_checkpoint: Type.Boolean(),
     broadcast: Type.Object(
       {
         /**
@@ -200,6 +205,7 @@ export const defaultConfig: Static<typeof ConfigSchema> = {
   },
   shutdown_timeout_ms: 10_000,
   heap_growth_percent: 20,
+  sqlite_background_checkpoint: true,
   broadcast: {
     allow_private_networks: false,
     region: 'global',

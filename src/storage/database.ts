@@ -3,6 +3,7 @@ import { dirname } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import type { Database } from './database-schema.js';
+import { type SqliteCheckpointer, startSqliteCheckpointer } from './sqlite-checkpointer.js';
 import { cachingStatements } from './sqlite-statements.js';
 
 export type StorageKind = 'sqlite' | 'postgres';
@@ -18,6 +19,8 @@ export interface Storage {
    * transaction while `inTransaction` is true.
    */
   readonly sqlite: SqliteDatabase.Database | null;
+  /** The WAL checkpoint thread of a SQLite file opened with `backgroundCheckpoint`; else null. */
+  readonly checkpointer: SqliteCheckpointer | null;
   /** Queries executed so far; tests use it to prove a path touches no database. */
   queryCount(): number;
   ping(): Promise<void>;
@@ -27,7 +30,11 @@ export interface Storage {
 const BIGINT_OID = 20;
 const NUMERIC_OID = 1700;
 
-function openSqlite(url: string): { dialect: SqliteDialect; database: SqliteDatabase.Database } {
+function openSqlite(url: string): {
+  dialect: SqliteDialect;
+  database: SqliteDatabase.Database;
+  path: string;
+} {
   const path = url.slice('sqlite:'.length) || ':memory:';
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const database = new SqliteDatabase(path);
@@ -35,7 +42,7 @@ function openSqlite(url: string): { dialect: SqliteDialect; database: SqliteData
   database.pragma('synchronous = NORMAL');
   database.pragma('busy_timeout = 5000');
   database.pragma('foreign_keys = ON');
-  return { dialect: new SqliteDialect({ database: cachingStatements(database) }), database };
+  return { dialect: new SqliteDialect({ database: cachingStatements(database) }), database, path };
 }
 
 async function openPostgres(url: string, schema: string): Promise<PostgresDialect> {
@@ -64,9 +71,27 @@ async function openPostgres(url: string, schema: string): Promise<PostgresDialec
 }
 
 /** Opens the database named by `DATABASE_URL`: `sqlite:<path>` (embedded) or `postgres://…`. */
-export async function openStorage(options: { url: string; schema: string }): Promise<Storage> {
+export async function openStorage(options: {
+  url: string;
+  schema: string;
+  /**
+   * SQLite file: checkpoint the WAL from a worker thread instead of inside commits (see
+   * sqlite-checkpointer.ts; config `sqlite_background_checkpoint`). Off unless asked.
+   */
+  backgroundCheckpoint?: boolean;
+  /** The checkpoint thread failed; commits checkpoint for themselves again. */
+  onCheckpointFailure?: (message: string) => void;
+}): Promise<Storage> {
   const kind: StorageKind = options.url.startsWith('sqlite:') ? 'sqlite' : 'postgres';
   const sqlite = kind === 'sqlite' ? openSqlite(options.url) : null;
+  const checkpointer =
+    sqlite && sqlite.path !== ':memory:' && options.backgroundCheckpoint
+      ? startSqliteCheckpointer({
+          database: sqlite.database,
+          path: sqlite.path,
+          onFailure: options.onCheckpointFailure,
+        })
+      : null;
   const dialect = sqlite ? sqlite.dialect : await openPostgres(options.url, options.schema);
   let queries = 0;
   const db = new Kysely<Database>({
@@ -81,6 +106,7 @@ export async function openStorage(options: { url: string; schema: string }): Pro
     kind,
     schema: kind === 'postgres' ? options.schema : 'main',
     sqlite: sqlite?.database ?? null,
+    checkpointer,
     queryCount: () => queries,
     ping: async () => {
       await sql`select 1`.execute(db);
@@ -88,7 +114,11 @@ export async function openStorage(options: { url: string; schema: string }): Pro
     close: async () => {
       if (closed) return;
       closed = true;
+      // First: the main connection, closing last, then checkpoints what is left and removes the WAL.
+      await checkpointer?.stop();
       await db.destroy();
+      // Kysely closes only a driver it has used: the raw connection may be open still.
+      if (sqlite?.database.open) sqlite.database.close();
     },
   };
 }

@@ -474,8 +474,9 @@ export function createBroadcastWorker(options: {
       const failedRows = rows.filter((_, index) => failedAt.has(index));
       if (abort.signal.aborted) {
         // Cut short by shutdown: the failed request was not the receiver's doing, and nothing
-        // more is sent; all of it goes back uncounted.
-        const back = [...failedRows, ...unsent.map(({ row }) => row)];
+        // more is sent; all of it goes back uncounted (refused items too: settled at the next start).
+        const refused = rows.filter((_, index) => rejected.has(index));
+        const back = [...failedRows, ...unsent.map(({ row }) => row), ...refused];
         await repository.release(
           back.map((row) => row.id),
           owner,
