@@ -4,6 +4,16 @@ import type SqliteDatabase from 'better-sqlite3';
 
 /** SQLite's own default: a commit that finds this many WAL pages checkpoints them itself. */
 const AUTOCHECKPOINT_PAGES = 1000;
+/**
+ * While the thread runs, commits still checkpoint past this many pages (16 MB): a backstop. A
+ * checkpoint that runs alongside commits can copy every frame of its snapshot, yet the WAL restarts
+ * only when a writer finds all of it copied; at thousands of commits a second one always lands in
+ * between, and the WAL would grow without end. The commit that meets the backstop copies the little
+ * the thread has not, and the WAL restarts.
+ */
+export const BACKSTOP_PAGES = 4000;
+/** How long stop() waits for the thread's last checkpoint before terminating it. */
+const STOP_TIMEOUT_MS = 5_000;
 /** How often the thread copies the WAL's committed pages into the database file. */
 export const CHECKPOINT_INTERVAL_MS = 250;
 
@@ -26,6 +36,8 @@ const Database = require(workerData.driver);
 let db;
 try {
   db = new Database(workerData.path, { fileMustExist: true });
+  // This connection's setting decides the checkpoint's syncs: the WAL, then the database file.
+  db.pragma('synchronous = NORMAL');
 } catch (error) {
   parentPort.postMessage({ kind: 'failed', message: String(error && error.message || error) });
   process.exit(1);
@@ -68,13 +80,15 @@ export interface SqliteCheckpointer {
  * milliseconds each, and SQLite runs them inside whichever commit finds the WAL past 1000 pages —
  * on the event loop, between requests. Here a worker thread with its own connection checkpoints
  * every CHECKPOINT_INTERVAL_MS (PASSIVE: it never blocks the writer), and the main connection's
- * automatic checkpoint is off while the thread runs; if the thread cannot open the file or stops,
- * the automatic checkpoint is turned back on, so the WAL never grows unchecked.
+ * automatic checkpoint waits for BACKSTOP_PAGES instead of 1000 while the thread runs; if the thread
+ * cannot open the file or stops, the default is restored, so the WAL never grows unchecked.
  */
 export function startSqliteCheckpointer(options: {
   database: SqliteDatabase.Database;
   path: string;
   intervalMs?: number;
+  /** Tests lower the backstop (BACKSTOP_PAGES) to see it hold. */
+  backstopPages?: number;
   onFailure?: (message: string) => void;
 }): SqliteCheckpointer {
   const { database } = options;
@@ -114,7 +128,7 @@ export function startSqliteCheckpointer(options: {
       // Held until it starts (so `ready` can be awaited); then a forgotten one must not keep a
       // finished process alive — unless stop() is already waiting for it to end.
       if (!stopped) {
-        database.pragma('wal_autocheckpoint = 0');
+        database.pragma(`wal_autocheckpoint = ${options.backstopPages ?? BACKSTOP_PAGES}`);
         thread.unref();
       }
       announceReady();
@@ -139,7 +153,10 @@ export function startSqliteCheckpointer(options: {
       stopped = true;
       thread.ref();
       thread.postMessage('stop');
+      // A checkpoint of a large WAL may take a while; shutdown does not wait on it for long.
+      const timer = setTimeout(() => void thread.terminate(), STOP_TIMEOUT_MS);
       await exited;
+      clearTimeout(timer);
     },
   };
 }
