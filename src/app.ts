@@ -245,11 +245,7 @@ export async function buildApp(options: BuildOptions): Promise<{ app: FastifyIns
     : null;
   if (broadcastWorker) {
     services.outboxWritten.listener = (rows) => broadcastWorker.accept(rows);
-    app.addHook('onReady', async () => {
-      // The thread loads its exporters now, not inside the first batch's time limit.
-      deliveryThread?.start();
-      broadcastWorker.start();
-    });
+    app.addHook('onReady', async () => broadcastWorker.start());
   }
   const policies = createPolicyCache({
     repository: createPolicyRepository(services.storage),

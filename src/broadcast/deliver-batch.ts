@@ -31,6 +31,11 @@ export interface DeliveryRequest {
  */
 export interface Deliverer {
   deliver(request: DeliveryRequest): Promise<SendOutcome | undefined>;
+  /**
+   * Gets ready to send (the delivery thread starts and loads its exporters at the first batch,
+   * so a gateway without destinations never pays its memory). Never rejects.
+   */
+  warm?(): Promise<void>;
   close(): Promise<void>;
 }
 

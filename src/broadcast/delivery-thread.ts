@@ -76,7 +76,7 @@ function spawn(settings: ThreadSettings): Worker {
 export function createThreadDeliverer(options: {
   settings: ThreadSettings;
   logger: DeliveryThreadLogger;
-}): Deliverer & { readonly priority: Promise<number | string>; start(): void } {
+}): Deliverer & { readonly priority: Promise<number | string> } {
   const { settings, logger } = options;
   let worker: Worker | null = null;
   let nextId = 1;
@@ -102,10 +102,18 @@ export function createThreadDeliverer(options: {
     }
   }
 
+  /** Settles when the current thread has loaded its exporters (or ended). */
+  let threadReady: Promise<void> = Promise.resolve();
+
   function startThread(): Worker {
     const thread = spawn(settings);
+    let loaded: () => void = () => undefined;
+    threadReady = new Promise<void>((resolve) => {
+      loaded = resolve;
+    });
     thread.on('message', (message: ThreadReply) => {
       if (message.kind === 'ready') {
+        loaded();
         announcePriority(message.priority);
         if (typeof message.priority === 'string') {
           logger.warn(
@@ -133,6 +141,7 @@ export function createThreadDeliverer(options: {
       logger.warn({ err: error }, 'broadcast delivery thread failed; its batches are retried');
     });
     thread.on('exit', (code) => {
+      loaded();
       if (worker === thread) worker = null;
       failAll(
         new DeliveryError(`the delivery thread stopped (exit code ${code}) during the delivery`, {
@@ -149,9 +158,14 @@ export function createThreadDeliverer(options: {
 
   return {
     priority,
-    /** Starts the thread now rather than at the first batch (whose time limit would pay for it). */
-    start() {
-      if (!closed) worker ??= startThread();
+    /**
+     * Starts the thread unless it runs, and settles once it has loaded its exporters: the worker
+     * waits for it before a batch's time limit starts. Never rejects (a thread that ended settles it).
+     */
+    warm() {
+      if (closed) return Promise.resolve();
+      worker ??= startThread();
+      return threadReady;
     },
     deliver(request) {
       if (closed) return Promise.reject(new DeliveryError('delivery aborted', { retryable: true }));

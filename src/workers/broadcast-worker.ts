@@ -365,6 +365,8 @@ export function createBroadcastWorker(options: {
       for (const { row } of items) await fail(destination, row, failure);
       return;
     }
+    // The delivery thread starts at the first batch; its start-up is not part of any time limit.
+    await deliverer.warm?.();
     const maxBatch = Math.max(1, type.maxBatch);
     let pending = items;
     while (pending.length > 0) {

@@ -180,6 +180,27 @@ describe('delivery thread', { timeout: 60_000 }, () => {
     assert.ok(performance.now() - started < 3_000, 'the abort did not wait for the receiver');
   });
 
+  it('starts no thread until there is something to send, then warms up outside any batch', async () => {
+    const lazy = createThreadDeliverer({
+      settings: { allowPrivateNetworks: true, niceness: 0 },
+      logger: quiet,
+    });
+    try {
+      const before = readdirSync('/proc/self/task').length;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      assert.equal(
+        readdirSync('/proc/self/task').length,
+        before,
+        'no thread for a gateway that sends nothing',
+      );
+      await lazy.warm?.();
+      assert.equal(await lazy.priority, 0, 'warm() settles once the thread has loaded');
+      assert.ok(readdirSync('/proc/self/task').length > before);
+    } finally {
+      await lazy.close();
+    }
+  });
+
   it('fails the batches in flight as retryable when closed, and refuses new ones', async () => {
     const closing = createThreadDeliverer({
       settings: { allowPrivateNetworks: true, niceness: 0 },
