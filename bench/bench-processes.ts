@@ -182,3 +182,11 @@ export async function startFakeUpstream(root: string, cpu: number): Promise<stri
   await waitUntilReady(`${origin}/health`, upstream, 'fake upstream');
   return origin;
 }
+
+/** The value at `quantile` (0–1) of ascending figures; NaN when there are none. */
+export function percentile(sorted: Float64Array, quantile: number): number {
+  if (sorted.length === 0) return Number.NaN;
+  return (
+    sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(quantile * sorted.length) - 1))] ?? Number.NaN
+  );
+}

@@ -10,6 +10,7 @@ import {
   type LaunchedGateway,
   launchGateway,
   peakRssMegabytes,
+  percentile,
   startFakeUpstream,
   stopAll,
 } from './bench-processes.js';
@@ -135,11 +136,6 @@ function load(gateway: LaunchedGateway, duration: number): Promise<Window> {
       if (status >= 200 && status < 300) latencies.push(time);
     });
   });
-}
-
-function percentile(sorted: Float64Array, quantile: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(quantile * sorted.length) - 1))] ?? NaN;
 }
 
 const median = (figures: number[]) =>

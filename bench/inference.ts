@@ -12,6 +12,7 @@ import {
   freePort,
   launchGateway,
   peakRssMegabytes,
+  percentile,
   startFakeUpstream,
   startPinned,
   stopAll,
@@ -222,11 +223,6 @@ function runAutocannon(
     // autocannon's own percentiles are whole milliseconds; the per-response times are not.
     if (onResponse) instance.on('response', (_client, status, _bytes, time) => onResponse(status, time));
   });
-}
-
-function percentile(sorted: Float64Array, quantile: number): number {
-  if (sorted.length === 0) return Number.NaN;
-  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil(quantile * sorted.length) - 1))]!;
 }
 
 async function load(target: Target, scenario: Scenario): Promise<Measurement> {

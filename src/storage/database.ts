@@ -114,7 +114,8 @@ export async function openStorage(options: {
     close: async () => {
       if (closed) return;
       closed = true;
-      // First: the main connection, closing last, then checkpoints what is left and removes the WAL.
+      // The checkpoint thread's connection closes first, so the main connection closes last: it
+      // checkpoints what is left and removes the WAL.
       await checkpointer?.stop();
       await db.destroy();
       // Kysely closes only a driver it has used: the raw connection may be open still.
