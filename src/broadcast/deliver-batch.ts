@@ -1,5 +1,11 @@
 import type { BroadcastEvent } from './broadcast-event.js';
-import { DeliveryError, type ExportContext, type OutboxItem, type SendOutcome } from './destination-type.js';
+import {
+  asDeliveryError,
+  DeliveryError,
+  type ExportContext,
+  type OutboxItem,
+  type SendOutcome,
+} from './destination-type.js';
 import { destinationType } from './destination-types.js';
 import type { ExporterHttp } from './exporter-http.js';
 
@@ -83,14 +89,10 @@ export async function deliverBatch(
   } catch (error) {
     if (unreadable.length === 0) throw error;
     // The unreadable items keep their own refusal; the failure concerns the items sent.
-    const failure =
-      error instanceof DeliveryError
-        ? error
-        : new DeliveryError(`exporter failed: ${(error as Error)?.message ?? String(error)}`, {
-            retryable: true,
-            cause: error,
-          });
-    return { rejected: unreadable, stopped: { error: failure, failed: positions, unsent: [] } };
+    return {
+      rejected: unreadable,
+      stopped: { error: asDeliveryError(error), failed: positions, unsent: [] },
+    };
   }
   if (unreadable.length === 0) return outcome ?? undefined;
   const rejected = [
@@ -124,19 +126,12 @@ export interface DeliveryErrorData {
 }
 
 export function deliveryErrorData(error: unknown): DeliveryErrorData {
-  if (error instanceof DeliveryError) {
-    return {
-      message: error.message,
-      retryable: error.retryable,
-      retryAfterMs: error.retryAfterMs,
-      status: error.status,
-    };
-  }
+  const failure = asDeliveryError(error);
   return {
-    message: `exporter failed: ${(error as Error)?.message ?? String(error)}`,
-    retryable: true,
-    retryAfterMs: null,
-    status: null,
+    message: failure.message,
+    retryable: failure.retryable,
+    retryAfterMs: failure.retryAfterMs,
+    status: failure.status,
   };
 }
 

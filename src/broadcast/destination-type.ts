@@ -71,6 +71,15 @@ export class DeliveryError extends Error {
   }
 }
 
+/** A failure as a DeliveryError: itself, or anything else an exporter threw (retryable). */
+export function asDeliveryError(error: unknown): DeliveryError {
+  if (error instanceof DeliveryError) return error;
+  return new DeliveryError(`exporter failed: ${(error as Error)?.message ?? String(error)}`, {
+    retryable: true,
+    cause: error,
+  });
+}
+
 /**
  * One of the seventeen destination types (reference §3.1). The registry (destination-types.ts)
  * lists them; the destinations API validates configs with `configSchema` and `validate`, seals

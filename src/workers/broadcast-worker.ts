@@ -3,7 +3,12 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { openDestinationConfig } from '../admin/observability/destination-config.js';
 import { POLICY_TOPIC } from '../admin/workspaces/workspace-access.js';
 import { createInProcessDeliverer, type Deliverer, type StoredItem } from '../broadcast/deliver-batch.js';
-import { DeliveryError, type DestinationType, type SendOutcome } from '../broadcast/destination-type.js';
+import {
+  asDeliveryError,
+  DeliveryError,
+  type DestinationType,
+  type SendOutcome,
+} from '../broadcast/destination-type.js';
 import { destinationType } from '../broadcast/destination-types.js';
 import type { ExporterHttp } from '../broadcast/exporter-http.js';
 import { eventOfBuiltRow } from '../broadcast/outbox-events.js';
@@ -447,13 +452,7 @@ export function createBroadcastWorker(options: {
         return { pause: null, unsent: [] };
       }
       metrics?.latency(destination.type, performance.now() - started);
-      const failure =
-        error instanceof DeliveryError
-          ? error
-          : new DeliveryError(`exporter failed: ${(error as Error).message ?? String(error)}`, {
-              retryable: true,
-              cause: error,
-            });
+      const failure = asDeliveryError(error);
       let next: Date | null = null;
       for (const row of rows) next = (await fail(destination, row, failure)) ?? next;
       return { pause: pauseFor(failure, next), unsent: [] };
