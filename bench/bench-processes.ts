@@ -69,6 +69,13 @@ export const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve
 
 const started: Array<{ child: ChildProcess; exited: Promise<unknown> }> = [];
 
+// A bench that stops on an error (process.exit) must not leave its gateways running: they would
+// hold the terminal's pipe open, and a `| tail` after the bench would wait for them.
+process.on('exit', () => {
+  for (const { child } of started)
+    if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+});
+
 /** Starts node on one CPU. taskset execs node in place, so the child's pid is node's. */
 export function startPinned(cpu: number, args: string[], env: Record<string, string>): ChildProcess {
   const child = spawn('taskset', ['-c', String(cpu), process.execPath, ...args], {

@@ -93,6 +93,12 @@ export async function buildServices(
     url: config.database_url,
     schema: config.database_schema,
     backgroundCheckpoint: config.sqlite_background_checkpoint,
+    thread: config.sqlite_thread,
+    onThreadFailure: (message) =>
+      storageLogger.error(
+        { reason: message },
+        'SQLite thread stopped; database statements fail until restart',
+      ),
     onCheckpointFailure: (message) =>
       storageLogger.error(
         { reason: message },

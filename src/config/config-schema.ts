@@ -125,6 +125,12 @@ export const ConfigSchema = Type.Object(
      * inside a commit on the event loop (src/storage/sqlite-checkpointer.ts). Ignored on PostgreSQL.
      */
     sqlite_background_checkpoint: Type.Boolean(),
+    /**
+     * SQLite: keep the connection in a worker thread, so no statement, commit or checkpoint runs on
+     * the event loop (src/storage/sqlite-thread.ts); `sqlite_background_checkpoint` then has nothing
+     * to do. Ignored on PostgreSQL.
+     */
+    sqlite_thread: Type.Boolean(),
     broadcast: Type.Object(
       {
         /**
@@ -206,6 +212,7 @@ export const defaultConfig: Static<typeof ConfigSchema> = {
   shutdown_timeout_ms: 10_000,
   heap_growth_percent: 20,
   sqlite_background_checkpoint: true,
+  sqlite_thread: true,
   broadcast: {
     allow_private_networks: false,
     region: 'global',

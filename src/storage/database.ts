@@ -4,7 +4,9 @@ import SqliteDatabase from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import type { Database } from './database-schema.js';
 import { type SqliteCheckpointer, startSqliteCheckpointer } from './sqlite-checkpointer.js';
-import { cachingStatements } from './sqlite-statements.js';
+import { cachingStatements, configureSqliteConnection, STATEMENT_CACHE_SIZE } from './sqlite-statements.js';
+import { type SqliteThread, startSqliteThread } from './sqlite-thread.js';
+import { SqliteThreadDialect } from './sqlite-thread-dialect.js';
 
 export type StorageKind = 'sqlite' | 'postgres';
 
@@ -15,10 +17,12 @@ export interface Storage {
   readonly schema: string;
   /**
    * The embedded database's own connection, for the one write path too hot for the query builder
-   * (generation records); null on PostgreSQL. Kysely shares it, so a user must not start a
-   * transaction while `inTransaction` is true.
+   * (generation records); null on PostgreSQL and when SQLite runs in its thread. Kysely shares it,
+   * so a user must not start a transaction while `inTransaction` is true.
    */
   readonly sqlite: SqliteDatabase.Database | null;
+  /** The SQLite thread holding the connection (`thread` option); null otherwise. */
+  readonly sqliteThread: SqliteThread | null;
   /** The WAL checkpoint thread of a SQLite file opened with `backgroundCheckpoint`; else null. */
   readonly checkpointer: SqliteCheckpointer | null;
   /** Queries executed so far; tests use it to prove a path touches no database. */
@@ -30,19 +34,24 @@ export interface Storage {
 const BIGINT_OID = 20;
 const NUMERIC_OID = 1700;
 
-function openSqlite(url: string): {
+function sqlitePath(url: string): string {
+  const path = url.slice('sqlite:'.length) || ':memory:';
+  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+  return path;
+}
+
+function openSqlite(path: string): {
   dialect: SqliteDialect;
   database: SqliteDatabase.Database;
   path: string;
 } {
-  const path = url.slice('sqlite:'.length) || ':memory:';
-  if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
   const database = new SqliteDatabase(path);
-  database.pragma('journal_mode = WAL');
-  database.pragma('synchronous = NORMAL');
-  database.pragma('busy_timeout = 5000');
-  database.pragma('foreign_keys = ON');
-  return { dialect: new SqliteDialect({ database: cachingStatements(database) }), database, path };
+  configureSqliteConnection(database);
+  return {
+    dialect: new SqliteDialect({ database: cachingStatements(database, STATEMENT_CACHE_SIZE) }),
+    database,
+    path,
+  };
 }
 
 async function openPostgres(url: string, schema: string): Promise<PostgresDialect> {
@@ -81,9 +90,22 @@ export async function openStorage(options: {
   backgroundCheckpoint?: boolean;
   /** The checkpoint thread failed; commits checkpoint for themselves again. */
   onCheckpointFailure?: (message: string) => void;
+  /**
+   * SQLite: keep the connection in a worker thread, so no statement runs on the event loop
+   * (sqlite-thread.ts; config `sqlite_thread`). Its commits checkpoint there too, so
+   * `backgroundCheckpoint` is not needed with it. Off unless asked.
+   */
+  thread?: boolean;
+  /** The SQLite thread stopped unasked: statements fail from then on. */
+  onThreadFailure?: (message: string) => void;
 }): Promise<Storage> {
   const kind: StorageKind = options.url.startsWith('sqlite:') ? 'sqlite' : 'postgres';
-  const sqlite = kind === 'sqlite' ? openSqlite(options.url) : null;
+  const path = kind === 'sqlite' ? sqlitePath(options.url) : null;
+  const sqliteThread =
+    path !== null && options.thread
+      ? await startSqliteThread({ path, onFailure: options.onThreadFailure })
+      : null;
+  const sqlite = path !== null && !sqliteThread ? openSqlite(path) : null;
   const checkpointer =
     sqlite && sqlite.path !== ':memory:' && options.backgroundCheckpoint
       ? startSqliteCheckpointer({
@@ -92,7 +114,11 @@ export async function openStorage(options: {
           onFailure: options.onCheckpointFailure,
         })
       : null;
-  const dialect = sqlite ? sqlite.dialect : await openPostgres(options.url, options.schema);
+  const dialect = sqliteThread
+    ? new SqliteThreadDialect(sqliteThread)
+    : sqlite
+      ? sqlite.dialect
+      : await openPostgres(options.url, options.schema);
   let queries = 0;
   const db = new Kysely<Database>({
     dialect,
@@ -106,6 +132,7 @@ export async function openStorage(options: {
     kind,
     schema: kind === 'postgres' ? options.schema : 'main',
     sqlite: sqlite?.database ?? null,
+    sqliteThread,
     checkpointer,
     queryCount: () => queries,
     ping: async () => {
@@ -118,8 +145,9 @@ export async function openStorage(options: {
       // checkpoints what is left and removes the WAL.
       await checkpointer?.stop();
       await db.destroy();
-      // Kysely closes only a driver it has used: the raw connection may be open still.
+      // Kysely closes only a driver it has used: the raw connection (or the thread) may be open still.
       if (sqlite?.database.open) sqlite.database.close();
+      await sqliteThread?.close();
     },
   };
 }

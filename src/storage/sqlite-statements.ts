@@ -4,6 +4,18 @@ import type { SqliteDatabase } from 'kysely';
 /** Distinct SQL texts kept prepared; `in (…)` lists of every length make the set open-ended. */
 export const STATEMENT_CACHE_SIZE = 256;
 
+/**
+ * The settings of every connection to the embedded database: WAL (readers never wait for the
+ * writer), commits synced at checkpoints only, a lock wait of up to 5 s, foreign keys enforced. Also
+ * run in the SQLite thread from its source text: it may use only its parameter.
+ */
+export function configureSqliteConnection(connection: SqliteConnection): void {
+  connection.pragma('journal_mode = WAL');
+  connection.pragma('synchronous = NORMAL');
+  connection.pragma('busy_timeout = 5000');
+  connection.pragma('foreign_keys = ON');
+}
+
 /** What Kysely's SQLite dialect needs of a database, plus the cache's size for tests. */
 export interface CachingSqliteDatabase extends SqliteDatabase {
   prepare(sql: string): Statement;
@@ -17,12 +29,10 @@ export interface CachingSqliteDatabase extends SqliteDatabase {
  * times a second. Least recently used texts are dropped past `capacity`. A statement still being
  * iterated (Kysely's `stream()`) is `busy` and cannot run twice at once: a second user of the same
  * text then gets a fresh, uncached one. SQLite re-prepares a cached statement itself after a schema
- * change (a migration).
+ * change (a migration). It also runs in the SQLite thread, from its source text (sqlite-thread.ts):
+ * it may use only its parameters and globals.
  */
-export function cachingStatements(
-  connection: SqliteConnection,
-  capacity = STATEMENT_CACHE_SIZE,
-): CachingSqliteDatabase {
+export function cachingStatements(connection: SqliteConnection, capacity: number): CachingSqliteDatabase {
   const cache = new Map<string, Statement>();
   return {
     prepare(sql: string) {

@@ -10,7 +10,7 @@ import {
 } from '../../src/billing/generation-log.js';
 import { openStorage, type Storage } from '../../src/storage/database.js';
 import { initializeStorage } from '../../src/storage/initialize.js';
-import { type IsolatedDatabase, isolatedDatabase } from '../helpers/test-app.js';
+import { backend, type IsolatedDatabase, isolatedDatabase } from '../helpers/test-app.js';
 
 const KEY_A = 'a'.repeat(64);
 const KEY_B = 'b'.repeat(64);
@@ -119,9 +119,9 @@ function instrumented(storage: Storage) {
     },
   });
   return {
-    // Counting and refusing work on the query builder's path; the SQLite direct path is covered by
-    // the tests that use the plain storage.
-    storage: { ...storage, db, sqlite: null } as Storage,
+    // Counting and refusing work on the query builder's path; the SQLite direct and thread paths
+    // are covered by the tests that use the plain storage.
+    storage: { ...storage, db, sqlite: null, sqliteThread: null } as Storage,
     counts,
     refuse(error: Error | null) {
       refusal = error;
@@ -169,238 +169,250 @@ async function ledgerUsage(storage: Storage) {
   return rows.map((row) => ({ nanos: Number(row.amount_nanos), note: row.note }));
 }
 
-describe('generation log', () => {
-  let database: IsolatedDatabase;
-  let storage: Storage;
-  let log: GenerationLog | null = null;
+// SQLite runs every test twice: the connection on this thread, and in the SQLite thread.
+for (const thread of backend.isPostgres ? [false] : [false, true])
+  describe(`generation log${thread ? ' (SQLite thread)' : ''}`, () => {
+    let database: IsolatedDatabase;
+    let storage: Storage;
+    let log: GenerationLog | null = null;
 
-  beforeEach(async () => {
-    database = isolatedDatabase();
-    storage = await openStorage({
-      url: database.settings.database_url,
-      schema: database.settings.database_schema,
+    beforeEach(async () => {
+      database = isolatedDatabase();
+      storage = await openStorage({
+        url: database.settings.database_url,
+        schema: database.settings.database_schema,
+        thread,
+      });
+      await initializeStorage({ storage, initialCreditsUsd: 0, now: new Date() });
     });
-    await initializeStorage({ storage, initialCreditsUsd: 0, now: new Date() });
+    afterEach(async () => {
+      await log?.close();
+      log = null;
+      await storage.close();
+      await database.drop();
+    });
+
+    it('enqueues without touching the database, then writes 250 records in at most 3 transactions, one at a time', async () => {
+      const probe = instrumented(storage);
+      const { logger, lines } = captureLogger();
+      log = createGenerationLog({ storage: probe.storage, logger });
+      const queriesBefore = storage.queryCount();
+      for (let index = 0; index < 250; index += 1) log.record(generation());
+      assert.equal(storage.queryCount(), queriesBefore, 'record() ran a query');
+      assert.equal(log.pending(), 250);
+
+      await waitFor(() => log?.pending() === 0);
+      assert.equal(await storedCount(storage), 250);
+      assert.ok(probe.counts.transactions <= 3, `${probe.counts.transactions} transactions`);
+      assert.equal(probe.counts.maxActive, 1);
+      assert.deepEqual(lines.warn, []);
+    });
+
+    it('writes a lone record about 50 ms after it arrived', async () => {
+      const { logger } = captureLogger();
+      log = createGenerationLog({ storage, logger });
+      const start = performance.now();
+      log.record(generation());
+      await new Promise((resolve) => setTimeout(resolve, 15));
+      assert.equal(await storedCount(storage), 0);
+      await waitFor(() => log?.pending() === 0, 2000);
+      const elapsed = performance.now() - start;
+      assert.ok(elapsed >= 45, `written after ${elapsed} ms`);
+      assert.equal(await storedCount(storage), 1);
+    });
+
+    it('finds a record while it is queued and after it is written, with the same fields', async () => {
+      const { logger } = captureLogger();
+      log = createGenerationLog({ storage, logger });
+      const input = generation({ finish_reason: 'tool-calls', native_finish_reason: 'tool_calls' });
+      log.record(input);
+      const queued = await log.find(input.id);
+      assert.equal(await storedCount(storage), 0);
+      assert.ok(queued);
+      assert.equal(queued.id, input.id);
+      assert.equal(queued.streamed, 1);
+      assert.equal(queued.is_byok, 0);
+      assert.equal(queued.cost_nanos, 1_234_567);
+      assert.equal(queued.metadata, JSON.stringify({ team: 'search' }));
+      assert.equal(queued.attempts, JSON.stringify(input.attempts));
+
+      await log.flush();
+      assert.equal(log.pending(), 0);
+      assert.equal(await storedCount(storage), 1);
+      const stored = await log.find(input.id);
+      assert.deepEqual(stored, queued);
+      assert.equal(await log.find('gen-unknown'), null);
+    });
+
+    it('bills each batch exactly: usage per key and UTC day, BYOK apart, one ledger row of the credit spend', async () => {
+      const { logger } = captureLogger();
+      log = createGenerationLog({ storage, logger });
+      const records = [
+        generation({ key_hash: KEY_A, cost_nanos: 1_000_000_001, created_at: '2025-03-10T23:59:59.999Z' }),
+        generation({ key_hash: KEY_A, cost_nanos: 7, created_at: '2025-03-10T00:00:00.000Z' }),
+        // An offset that is another UTC day: billed to the 11th.
+        generation({ key_hash: KEY_A, cost_nanos: 11, created_at: '2025-03-10T23:30:00.000-01:00' }),
+        generation({
+          key_hash: KEY_A,
+          cost_nanos: 500,
+          is_byok: true,
+          created_at: '2025-03-10T08:00:00.000Z',
+        }),
+        generation({ key_hash: KEY_B, cost_nanos: 40, created_at: '2025-03-10T08:00:00.000Z' }),
+        generation({ key_hash: KEY_B, cost_nanos: 0, created_at: '2025-03-12T08:00:00.000Z' }),
+      ];
+      for (const record of records) log.record(record);
+      await log.flush();
+
+      assert.deepEqual(await usageRows(storage), [
+        { key_hash: KEY_A, day: '2025-03-10', usage: 1_000_000_008, byok: 500 },
+        { key_hash: KEY_A, day: '2025-03-11', usage: 11, byok: 0 },
+        { key_hash: KEY_B, day: '2025-03-10', usage: 40, byok: 0 },
+      ]);
+      assert.deepEqual(await ledgerUsage(storage), [{ nanos: 1_000_000_059, note: '6 generations' }]);
+
+      // A second batch adds to the same day's row; a batch of BYOK spend alone writes no ledger row.
+      log.record(generation({ key_hash: KEY_B, cost_nanos: 2, created_at: '2025-03-10T09:00:00.000Z' }));
+      await log.flush();
+      log.record(
+        generation({ key_hash: KEY_B, cost_nanos: 3, is_byok: true, created_at: '2025-03-10T09:00:00.000Z' }),
+      );
+      await log.flush();
+      const usage = await usageRows(storage);
+      assert.deepEqual(usage[2], { key_hash: KEY_B, day: '2025-03-10', usage: 42, byok: 3 });
+      assert.deepEqual(
+        (await ledgerUsage(storage)).map((row) => row.nanos).sort((a, b) => a - b),
+        [2, 1_000_000_059],
+      );
+    });
+
+    it('never bills a record twice: a batch retried after an in-doubt commit adds nothing', async () => {
+      const { logger } = captureLogger();
+      log = createGenerationLog({ storage, logger });
+      const input = generation({ cost_nanos: 100 });
+      log.record(input);
+      await log.flush();
+      log.record(input);
+      await log.flush();
+      assert.equal(await storedCount(storage), 1);
+      assert.deepEqual(await usageRows(storage), [
+        { key_hash: KEY_A, day: '2025-03-10', usage: 100, byok: 0 },
+      ]);
+      assert.deepEqual(await ledgerUsage(storage), [{ nanos: 100, note: '1 generation' }]);
+    });
+
+    it('close() writes everything queued and refuses later records', async () => {
+      const { logger, lines } = captureLogger();
+      log = createGenerationLog({ storage, logger });
+      for (let index = 0; index < 30; index += 1) log.record(generation());
+      await log.close();
+      assert.equal(log.pending(), 0);
+      assert.equal(await storedCount(storage), 30);
+
+      const late = generation();
+      log.record(late);
+      assert.equal(log.pending(), 0);
+      assert.equal(lines.error.length, 1);
+      assert.match(lines.error[0]?.message ?? '', /after the log closed/);
+      await new Promise((resolve) => setTimeout(resolve, 80));
+      assert.equal(await log.find(late.id), null);
+    });
+
+    it('keeps records queued while the database fails and retries with a growing backoff', async () => {
+      const { logger, lines } = captureLogger();
+      log = createGenerationLog({ storage, logger });
+      await sql`alter table generations rename to generations_away`.execute(storage.db);
+      const inputs = [generation({ cost_nanos: 5 }), generation({ cost_nanos: 6 })];
+      for (const input of inputs) log.record(input);
+
+      await waitFor(() => lines.warn.length >= 3);
+      assert.equal(log.pending(), 2);
+      assert.equal((await log.find(inputs[0]?.id ?? ''))?.cost_nanos, 5);
+      assert.equal(lines.warn[0]?.message, 'generation records not written; kept queued, retrying');
+      assert.deepEqual(
+        lines.warn.slice(0, 3).map((line) => line.retry_in_ms),
+        [100, 200, 400],
+      );
+      const gaps = [1, 2].map((index) => (lines.warn[index]?.at ?? 0) - (lines.warn[index - 1]?.at ?? 0));
+      assert.ok((gaps[0] ?? 0) >= 95 && (gaps[1] ?? 0) >= 195, `gaps ${gaps.join(', ')}`);
+
+      await sql`alter table generations_away rename to generations`.execute(storage.db);
+      await waitFor(() => log?.pending() === 0, 6000);
+      assert.equal(await storedCount(storage), 2);
+      assert.deepEqual(await usageRows(storage), [
+        { key_hash: KEY_A, day: '2025-03-10', usage: 11, byok: 0 },
+      ]);
+      assert.deepEqual(await ledgerUsage(storage), [{ nanos: 11, note: '2 generations' }]);
+    });
+
+    it('flush() rejects while the database is away, keeping the records', async () => {
+      const probe = instrumented(storage);
+      const { logger } = captureLogger();
+      log = createGenerationLog({ storage: probe.storage, logger });
+      probe.refuse(new Error('connection refused'));
+      log.record(generation());
+      await assert.rejects(log.flush(), /connection refused/);
+      assert.equal(log.pending(), 1);
+      probe.refuse(null);
+      await log.flush();
+      assert.equal(log.pending(), 0);
+      assert.equal(await storedCount(storage), 1);
+    });
+
+    it('holds at most 10,000 records while the database is away, dropping the oldest and saying how many', async () => {
+      const probe = instrumented(storage);
+      const { logger, lines } = captureLogger();
+      log = createGenerationLog({ storage: probe.storage, logger });
+      probe.refuse(new Error('database away'));
+      const inputs = Array.from({ length: MAX_QUEUED_GENERATIONS + 50 }, (_, index) =>
+        generation({ id: `gen-cap-${index}`, cost_nanos: index + 1 }),
+      );
+      for (const input of inputs) log.record(input);
+      assert.equal(log.pending(), MAX_QUEUED_GENERATIONS);
+      assert.equal(await log.find('gen-cap-49'), null);
+      assert.ok(await log.find('gen-cap-50'));
+      assert.ok(await log.find(`gen-cap-${MAX_QUEUED_GENERATIONS + 49}`));
+
+      await waitFor(() => lines.error.length > 0);
+      assert.equal(lines.error[0]?.dropped, 50);
+      assert.match(lines.error[0]?.message ?? '', /dropped the oldest/);
+
+      probe.refuse(null);
+      await log.flush();
+      assert.equal(await storedCount(storage), MAX_QUEUED_GENERATIONS);
+      // Costs 51 … 10,050 are kept: their sum, and nothing of the dropped ones, reaches the ledger.
+      const kept = inputs.slice(50).reduce((sum, input) => sum + input.cost_nanos, 0);
+      const ledger = await ledgerUsage(storage);
+      assert.equal(
+        ledger.reduce((sum, row) => sum + row.nanos, 0),
+        kept,
+      );
+      assert.deepEqual(await usageRows(storage), [
+        { key_hash: KEY_A, day: '2025-03-10', usage: kept, byok: 0 },
+      ]);
+    });
+
+    it('close() gives up on a database that stays away after its timeout, saying how many records are lost', async () => {
+      const probe = instrumented(storage);
+      const { logger, lines } = captureLogger();
+      const doomed = createGenerationLog({ storage: probe.storage, logger, closeTimeoutMs: 400 });
+      probe.refuse(new Error('database away'));
+      doomed.record(generation());
+      doomed.record(generation());
+      const start = performance.now();
+      await doomed.close();
+      const elapsed = performance.now() - start;
+      // Timers may fire a little before performance.now() says they are due: allow 50 ms of slack.
+      assert.ok(elapsed >= 250 && elapsed < 5000, `closed after ${elapsed} ms`);
+      // Attempts at 0, 100 and 300 ms, the waits doubling; a loaded machine may fit fewer before the
+      // deadline, never more.
+      const waits = lines.warn.map((line) => line.retry_in_ms);
+      assert.ok(waits.length >= 1, 'at least one retry');
+      assert.deepEqual(waits, [100, 200, 400].slice(0, waits.length));
+      assert.deepEqual(
+        lines.error.map((line) => line.lost),
+        [2],
+      );
+      assert.equal(await storedCount(storage), 0);
+    });
   });
-  afterEach(async () => {
-    await log?.close();
-    log = null;
-    await storage.close();
-    await database.drop();
-  });
-
-  it('enqueues without touching the database, then writes 250 records in at most 3 transactions, one at a time', async () => {
-    const probe = instrumented(storage);
-    const { logger, lines } = captureLogger();
-    log = createGenerationLog({ storage: probe.storage, logger });
-    const queriesBefore = storage.queryCount();
-    for (let index = 0; index < 250; index += 1) log.record(generation());
-    assert.equal(storage.queryCount(), queriesBefore, 'record() ran a query');
-    assert.equal(log.pending(), 250);
-
-    await waitFor(() => log?.pending() === 0);
-    assert.equal(await storedCount(storage), 250);
-    assert.ok(probe.counts.transactions <= 3, `${probe.counts.transactions} transactions`);
-    assert.equal(probe.counts.maxActive, 1);
-    assert.deepEqual(lines.warn, []);
-  });
-
-  it('writes a lone record about 50 ms after it arrived', async () => {
-    const { logger } = captureLogger();
-    log = createGenerationLog({ storage, logger });
-    const start = performance.now();
-    log.record(generation());
-    await new Promise((resolve) => setTimeout(resolve, 15));
-    assert.equal(await storedCount(storage), 0);
-    await waitFor(() => log?.pending() === 0, 2000);
-    const elapsed = performance.now() - start;
-    assert.ok(elapsed >= 45, `written after ${elapsed} ms`);
-    assert.equal(await storedCount(storage), 1);
-  });
-
-  it('finds a record while it is queued and after it is written, with the same fields', async () => {
-    const { logger } = captureLogger();
-    log = createGenerationLog({ storage, logger });
-    const input = generation({ finish_reason: 'tool-calls', native_finish_reason: 'tool_calls' });
-    log.record(input);
-    const queued = await log.find(input.id);
-    assert.equal(await storedCount(storage), 0);
-    assert.ok(queued);
-    assert.equal(queued.id, input.id);
-    assert.equal(queued.streamed, 1);
-    assert.equal(queued.is_byok, 0);
-    assert.equal(queued.cost_nanos, 1_234_567);
-    assert.equal(queued.metadata, JSON.stringify({ team: 'search' }));
-    assert.equal(queued.attempts, JSON.stringify(input.attempts));
-
-    await log.flush();
-    assert.equal(log.pending(), 0);
-    assert.equal(await storedCount(storage), 1);
-    const stored = await log.find(input.id);
-    assert.deepEqual(stored, queued);
-    assert.equal(await log.find('gen-unknown'), null);
-  });
-
-  it('bills each batch exactly: usage per key and UTC day, BYOK apart, one ledger row of the credit spend', async () => {
-    const { logger } = captureLogger();
-    log = createGenerationLog({ storage, logger });
-    const records = [
-      generation({ key_hash: KEY_A, cost_nanos: 1_000_000_001, created_at: '2025-03-10T23:59:59.999Z' }),
-      generation({ key_hash: KEY_A, cost_nanos: 7, created_at: '2025-03-10T00:00:00.000Z' }),
-      // An offset that is another UTC day: billed to the 11th.
-      generation({ key_hash: KEY_A, cost_nanos: 11, created_at: '2025-03-10T23:30:00.000-01:00' }),
-      generation({ key_hash: KEY_A, cost_nanos: 500, is_byok: true, created_at: '2025-03-10T08:00:00.000Z' }),
-      generation({ key_hash: KEY_B, cost_nanos: 40, created_at: '2025-03-10T08:00:00.000Z' }),
-      generation({ key_hash: KEY_B, cost_nanos: 0, created_at: '2025-03-12T08:00:00.000Z' }),
-    ];
-    for (const record of records) log.record(record);
-    await log.flush();
-
-    assert.deepEqual(await usageRows(storage), [
-      { key_hash: KEY_A, day: '2025-03-10', usage: 1_000_000_008, byok: 500 },
-      { key_hash: KEY_A, day: '2025-03-11', usage: 11, byok: 0 },
-      { key_hash: KEY_B, day: '2025-03-10', usage: 40, byok: 0 },
-    ]);
-    assert.deepEqual(await ledgerUsage(storage), [{ nanos: 1_000_000_059, note: '6 generations' }]);
-
-    // A second batch adds to the same day's row; a batch of BYOK spend alone writes no ledger row.
-    log.record(generation({ key_hash: KEY_B, cost_nanos: 2, created_at: '2025-03-10T09:00:00.000Z' }));
-    await log.flush();
-    log.record(
-      generation({ key_hash: KEY_B, cost_nanos: 3, is_byok: true, created_at: '2025-03-10T09:00:00.000Z' }),
-    );
-    await log.flush();
-    const usage = await usageRows(storage);
-    assert.deepEqual(usage[2], { key_hash: KEY_B, day: '2025-03-10', usage: 42, byok: 3 });
-    assert.deepEqual(
-      (await ledgerUsage(storage)).map((row) => row.nanos).sort((a, b) => a - b),
-      [2, 1_000_000_059],
-    );
-  });
-
-  it('never bills a record twice: a batch retried after an in-doubt commit adds nothing', async () => {
-    const { logger } = captureLogger();
-    log = createGenerationLog({ storage, logger });
-    const input = generation({ cost_nanos: 100 });
-    log.record(input);
-    await log.flush();
-    log.record(input);
-    await log.flush();
-    assert.equal(await storedCount(storage), 1);
-    assert.deepEqual(await usageRows(storage), [{ key_hash: KEY_A, day: '2025-03-10', usage: 100, byok: 0 }]);
-    assert.deepEqual(await ledgerUsage(storage), [{ nanos: 100, note: '1 generation' }]);
-  });
-
-  it('close() writes everything queued and refuses later records', async () => {
-    const { logger, lines } = captureLogger();
-    log = createGenerationLog({ storage, logger });
-    for (let index = 0; index < 30; index += 1) log.record(generation());
-    await log.close();
-    assert.equal(log.pending(), 0);
-    assert.equal(await storedCount(storage), 30);
-
-    const late = generation();
-    log.record(late);
-    assert.equal(log.pending(), 0);
-    assert.equal(lines.error.length, 1);
-    assert.match(lines.error[0]?.message ?? '', /after the log closed/);
-    await new Promise((resolve) => setTimeout(resolve, 80));
-    assert.equal(await log.find(late.id), null);
-  });
-
-  it('keeps records queued while the database fails and retries with a growing backoff', async () => {
-    const { logger, lines } = captureLogger();
-    log = createGenerationLog({ storage, logger });
-    await sql`alter table generations rename to generations_away`.execute(storage.db);
-    const inputs = [generation({ cost_nanos: 5 }), generation({ cost_nanos: 6 })];
-    for (const input of inputs) log.record(input);
-
-    await waitFor(() => lines.warn.length >= 3);
-    assert.equal(log.pending(), 2);
-    assert.equal((await log.find(inputs[0]?.id ?? ''))?.cost_nanos, 5);
-    assert.equal(lines.warn[0]?.message, 'generation records not written; kept queued, retrying');
-    assert.deepEqual(
-      lines.warn.slice(0, 3).map((line) => line.retry_in_ms),
-      [100, 200, 400],
-    );
-    const gaps = [1, 2].map((index) => (lines.warn[index]?.at ?? 0) - (lines.warn[index - 1]?.at ?? 0));
-    assert.ok((gaps[0] ?? 0) >= 95 && (gaps[1] ?? 0) >= 195, `gaps ${gaps.join(', ')}`);
-
-    await sql`alter table generations_away rename to generations`.execute(storage.db);
-    await waitFor(() => log?.pending() === 0, 6000);
-    assert.equal(await storedCount(storage), 2);
-    assert.deepEqual(await usageRows(storage), [{ key_hash: KEY_A, day: '2025-03-10', usage: 11, byok: 0 }]);
-    assert.deepEqual(await ledgerUsage(storage), [{ nanos: 11, note: '2 generations' }]);
-  });
-
-  it('flush() rejects while the database is away, keeping the records', async () => {
-    const probe = instrumented(storage);
-    const { logger } = captureLogger();
-    log = createGenerationLog({ storage: probe.storage, logger });
-    probe.refuse(new Error('connection refused'));
-    log.record(generation());
-    await assert.rejects(log.flush(), /connection refused/);
-    assert.equal(log.pending(), 1);
-    probe.refuse(null);
-    await log.flush();
-    assert.equal(log.pending(), 0);
-    assert.equal(await storedCount(storage), 1);
-  });
-
-  it('holds at most 10,000 records while the database is away, dropping the oldest and saying how many', async () => {
-    const probe = instrumented(storage);
-    const { logger, lines } = captureLogger();
-    log = createGenerationLog({ storage: probe.storage, logger });
-    probe.refuse(new Error('database away'));
-    const inputs = Array.from({ length: MAX_QUEUED_GENERATIONS + 50 }, (_, index) =>
-      generation({ id: `gen-cap-${index}`, cost_nanos: index + 1 }),
-    );
-    for (const input of inputs) log.record(input);
-    assert.equal(log.pending(), MAX_QUEUED_GENERATIONS);
-    assert.equal(await log.find('gen-cap-49'), null);
-    assert.ok(await log.find('gen-cap-50'));
-    assert.ok(await log.find(`gen-cap-${MAX_QUEUED_GENERATIONS + 49}`));
-
-    await waitFor(() => lines.error.length > 0);
-    assert.equal(lines.error[0]?.dropped, 50);
-    assert.match(lines.error[0]?.message ?? '', /dropped the oldest/);
-
-    probe.refuse(null);
-    await log.flush();
-    assert.equal(await storedCount(storage), MAX_QUEUED_GENERATIONS);
-    // Costs 51 … 10,050 are kept: their sum, and nothing of the dropped ones, reaches the ledger.
-    const kept = inputs.slice(50).reduce((sum, input) => sum + input.cost_nanos, 0);
-    const ledger = await ledgerUsage(storage);
-    assert.equal(
-      ledger.reduce((sum, row) => sum + row.nanos, 0),
-      kept,
-    );
-    assert.deepEqual(await usageRows(storage), [
-      { key_hash: KEY_A, day: '2025-03-10', usage: kept, byok: 0 },
-    ]);
-  });
-
-  it('close() gives up on a database that stays away after its timeout, saying how many records are lost', async () => {
-    const probe = instrumented(storage);
-    const { logger, lines } = captureLogger();
-    const doomed = createGenerationLog({ storage: probe.storage, logger, closeTimeoutMs: 400 });
-    probe.refuse(new Error('database away'));
-    doomed.record(generation());
-    doomed.record(generation());
-    const start = performance.now();
-    await doomed.close();
-    const elapsed = performance.now() - start;
-    // Timers may fire a little before performance.now() says they are due: allow 50 ms of slack.
-    assert.ok(elapsed >= 250 && elapsed < 5000, `closed after ${elapsed} ms`);
-    // Attempts at 0, 100 and 300 ms, the waits doubling; a loaded machine may fit fewer before the
-    // deadline, never more.
-    const waits = lines.warn.map((line) => line.retry_in_ms);
-    assert.ok(waits.length >= 1, 'at least one retry');
-    assert.deepEqual(waits, [100, 200, 400].slice(0, waits.length));
-    assert.deepEqual(
-      lines.error.map((line) => line.lost),
-      [2],
-    );
-    assert.equal(await storedCount(storage), 0);
-  });
-});

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import SqliteDatabase from 'better-sqlite3';
 import { type Generated, Kysely, SqliteDialect, sql } from 'kysely';
-import { cachingStatements } from '../../src/storage/sqlite-statements.js';
+import { cachingStatements, STATEMENT_CACHE_SIZE } from '../../src/storage/sqlite-statements.js';
 
 function open() {
   const connection = new SqliteDatabase(':memory:');
@@ -12,7 +12,7 @@ function open() {
 
 describe('cachingStatements', () => {
   it('hands out the prepared statement of a text it has seen', () => {
-    const database = cachingStatements(open());
+    const database = cachingStatements(open(), STATEMENT_CACHE_SIZE);
     const first = database.prepare('select * from items where id = ?');
     assert.equal(database.prepare('select * from items where id = ?'), first);
     assert.notEqual(database.prepare('select * from items where name = ?'), first);
@@ -33,7 +33,7 @@ describe('cachingStatements', () => {
   it('gives a fresh statement while the cached one is still being iterated', () => {
     const connection = open();
     connection.exec("insert into items (name) values ('a'), ('b'), ('c')");
-    const database = cachingStatements(connection);
+    const database = cachingStatements(connection, STATEMENT_CACHE_SIZE);
     const text = 'select name from items order by id';
     const iterator = database.prepare(text).iterate([]);
     assert.deepEqual(iterator.next().value, { name: 'a' });
@@ -46,7 +46,7 @@ describe('cachingStatements', () => {
 
   it('serves Kysely: reads, writes, streams and close', async () => {
     const connection = open();
-    const database = cachingStatements(connection);
+    const database = cachingStatements(connection, STATEMENT_CACHE_SIZE);
     const db = new Kysely<{ items: { id: Generated<number>; name: string } }>({
       dialect: new SqliteDialect({ database }),
     });

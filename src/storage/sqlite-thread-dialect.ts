@@ -1,0 +1,106 @@
+import {
+  CompiledQuery,
+  type DatabaseConnection,
+  type DatabaseIntrospector,
+  type Dialect,
+  type DialectAdapter,
+  type Driver,
+  type Kysely,
+  type QueryCompiler,
+  type QueryResult,
+  SqliteAdapter,
+  SqliteIntrospector,
+  SqliteQueryCompiler,
+} from 'kysely';
+import type { SqliteThread } from './sqlite-thread.js';
+
+/**
+ * Kysely's SQLite dialect with the connection in the SQLite thread (sqlite-thread.ts): the same
+ * compiler, adapter and introspector, and a driver that posts each statement to the thread. Like
+ * Kysely's own SQLite driver it has one connection, held by one user at a time (a transaction holds
+ * it from `begin` to `commit`); the generation writer takes the same lock.
+ */
+export class SqliteThreadDialect implements Dialect {
+  readonly #thread: SqliteThread;
+
+  constructor(thread: SqliteThread) {
+    this.#thread = thread;
+  }
+
+  createDriver(): Driver {
+    return new SqliteThreadDriver(this.#thread);
+  }
+
+  createQueryCompiler(): QueryCompiler {
+    return new SqliteQueryCompiler();
+  }
+
+  createAdapter(): DialectAdapter {
+    return new SqliteAdapter();
+  }
+
+  // biome-ignore lint/suspicious/noExplicitAny: Kysely's own dialects take an untyped Kysely here.
+  createIntrospector(db: Kysely<any>): DatabaseIntrospector {
+    return new SqliteIntrospector(db);
+  }
+}
+
+class SqliteThreadDriver implements Driver {
+  readonly #thread: SqliteThread;
+  readonly #connection: SqliteThreadConnection;
+
+  constructor(thread: SqliteThread) {
+    this.#thread = thread;
+    this.#connection = new SqliteThreadConnection(thread);
+  }
+
+  async init(): Promise<void> {}
+
+  async acquireConnection(): Promise<DatabaseConnection> {
+    await this.#thread.lock();
+    return this.#connection;
+  }
+
+  async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('begin'));
+  }
+
+  async commitTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('commit'));
+  }
+
+  async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('rollback'));
+  }
+
+  async releaseConnection(): Promise<void> {
+    this.#thread.unlock();
+  }
+
+  async destroy(): Promise<void> {
+    await this.#thread.close();
+  }
+}
+
+class SqliteThreadConnection implements DatabaseConnection {
+  readonly #thread: SqliteThread;
+
+  constructor(thread: SqliteThread) {
+    this.#thread = thread;
+  }
+
+  async executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
+    const result = await this.#thread.query(compiledQuery.sql, compiledQuery.parameters);
+    if (result.changes === undefined) return { rows: result.rows as R[] };
+    return {
+      rows: [],
+      numAffectedRows: BigInt(result.changes),
+      ...(result.lastInsertRowid === undefined ? {} : { insertId: BigInt(result.lastInsertRowid) }),
+    };
+  }
+
+  // biome-ignore lint/correctness/useYield: it refuses before producing anything.
+  async *streamQuery<R>(): AsyncIterableIterator<QueryResult<R>> {
+    throw new Error('streaming results is not supported by the SQLite thread; select in pages instead');
+  }
+}
