@@ -76,8 +76,8 @@ process.on('exit', () => {
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
 });
 
-/** Starts node on one CPU. taskset execs node in place, so the child's pid is node's. */
-export function startPinned(cpu: number, args: string[], env: Record<string, string>): ChildProcess {
+/** Starts node on one CPU (or a taskset list: "0,1"). taskset execs node in place, so the child's pid is node's. */
+export function startPinned(cpu: number | string, args: string[], env: Record<string, string>): ChildProcess {
   const child = spawn('taskset', ['-c', String(cpu), process.execPath, ...args], {
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['ignore', 'inherit', 'inherit'],
@@ -127,7 +127,7 @@ export interface LaunchedGateway {
  */
 export async function launchGateway(options: {
   checkout: string;
-  cpu: number;
+  cpu: number | string;
   upstreamOrigin: string;
   directory: string;
   nodeArgs?: string[];

@@ -26,6 +26,11 @@ import { enableBroadcast, startBroadcastReceivers, waitForDrain } from './broadc
  *
  *   node --import tsx bench/broadcast-latency.ts [--rounds 5] [--seconds 5] [--rate 200]
  *     [--broadcast webhook,otel-collector,langfuse] [--variant "broadcast.delivery_thread=false"]…
+ *     [--gateway-cpus 0,1]
+ *
+ * `--gateway-cpus` lets the gateways use more CPUs than the proxy CPU (a taskset list): how a
+ * deployment without pinning runs, its threads spreading over the cores; the load generator and the
+ * receivers stay on the other CPU, so they share it then.
  */
 const { values } = parseArgs({
   options: {
@@ -35,6 +40,7 @@ const { values } = parseArgs({
     broadcast: { type: 'string', default: 'webhook,otel-collector,langfuse' },
     /** `[broadcast.]<key>=<value>[,…]`: the settings of one more broadcasting gateway; repeatable. */
     variant: { type: 'string', multiple: true },
+    'gateway-cpus': { type: 'string' },
   },
 });
 
@@ -142,6 +148,9 @@ const median = (figures: number[]) =>
   [...figures].sort((a, b) => a - b)[Math.floor(figures.length / 2)] ?? NaN;
 
 const { proxyCpu, loadCpu } = claimCpus(fail);
+const gatewayCpus = values['gateway-cpus'] ?? proxyCpu;
+if (!/^\d+(,\d+)*$/.test(String(gatewayCpus)))
+  fail(`--gateway-cpus takes a CPU list such as 0,1, got "${gatewayCpus}"`);
 const receivers = await startBroadcastReceivers(broadcastTypes);
 try {
   const upstreamOrigin = await startFakeUpstream(root, loadCpu);
@@ -150,7 +159,7 @@ try {
     mkdirSync(directory);
     contender.gateway = await launchGateway({
       checkout: root,
-      cpu: proxyCpu,
+      cpu: gatewayCpus,
       upstreamOrigin,
       directory,
       configRoot: contender.configRoot,
@@ -166,7 +175,7 @@ try {
     }
   }
   console.log(
-    `broadcast latency on CPU ${proxyCpu}: chat at ${rate} req/s (4 connections), ${seconds} s per gateway ` +
+    `broadcast latency on CPU ${gatewayCpus}: chat at ${rate} req/s (4 connections), ${seconds} s per gateway ` +
       `and round, ${rounds} rounds; destinations: ${broadcastTypes.join(', ')}`,
   );
   // Warm-up: JIT, pools, the receivers' connections.

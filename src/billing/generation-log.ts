@@ -307,7 +307,8 @@ export function createGenerationLog(options: {
   /**
    * How many queued records the next transaction takes: up to MAX_BATCH, but records carrying
    * broadcast events stop it at about MAX_OUTBOX_ROWS_PER_COMMIT rows, since each row is a whole event
-   * and a transaction blocks the event loop while it runs (the rest follows on the next tick).
+   * and a transaction holds the connection while it runs — with SQLite on the event loop, the event
+   * loop too (the rest follows on the next tick).
    */
   function batchLength(): number {
     let rows = 0;

@@ -1,18 +1,25 @@
 import {
   CompiledQuery,
+  createQueryId,
   type DatabaseConnection,
   type DatabaseIntrospector,
   type Dialect,
   type DialectAdapter,
   type Driver,
+  IdentifierNode,
   type Kysely,
   type QueryCompiler,
   type QueryResult,
+  RawNode,
   SqliteAdapter,
   SqliteIntrospector,
   SqliteQueryCompiler,
 } from 'kysely';
 import type { SqliteThread } from './sqlite-thread.js';
+
+/** A savepoint statement, its name quoted by the compiler (Kysely's own drivers do the same). */
+const savepointCommand = (command: string, name: string) =>
+  RawNode.createWithChildren([RawNode.createWithSql(`${command} `), IdentifierNode.create(name)]);
 
 /**
  * Kysely's SQLite dialect with the connection in the SQLite thread (sqlite-thread.ts): the same
@@ -71,6 +78,26 @@ class SqliteThreadDriver implements Driver {
 
   async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
     await connection.executeQuery(CompiledQuery.raw('rollback'));
+  }
+
+  async savepoint(connection: DatabaseConnection, name: string, compile: QueryCompiler['compileQuery']) {
+    await connection.executeQuery(compile(savepointCommand('savepoint', name), createQueryId()));
+  }
+
+  async rollbackToSavepoint(
+    connection: DatabaseConnection,
+    name: string,
+    compile: QueryCompiler['compileQuery'],
+  ) {
+    await connection.executeQuery(compile(savepointCommand('rollback to', name), createQueryId()));
+  }
+
+  async releaseSavepoint(
+    connection: DatabaseConnection,
+    name: string,
+    compile: QueryCompiler['compileQuery'],
+  ) {
+    await connection.executeQuery(compile(savepointCommand('release', name), createQueryId()));
   }
 
   async releaseConnection(): Promise<void> {

@@ -40,6 +40,7 @@ interface ErrorData {
 type Reply =
   | { kind: 'ready' }
   | { kind: 'failed'; error: ErrorData }
+  | { kind: 'lost'; error: ErrorData }
   | { id: number; ok: true; result: ThreadQueryResult | number | null }
   | { id: number; ok: false; error: ErrorData };
 
@@ -104,8 +105,18 @@ function sqliteThreadMain(require: NodeJS.Require, data: ThreadData, port: Messa
     } catch (error) {
       reply = { id: request.id, ok: false, error: errorData(error) };
     }
-    port.postMessage(reply);
+    try {
+      port.postMessage(reply);
+    } catch (error) {
+      // Rows the structured clone cannot copy: the caller gets the reason instead.
+      port.postMessage({ id: request.id, ok: false, error: errorData(error) } satisfies Reply);
+    }
   });
+  // A request that could not be read is lost with its id: its caller would wait for ever. The
+  // parent restarts the thread, failing what it had sent.
+  port.on('messageerror', (error) =>
+    port.postMessage({ kind: 'lost', error: errorData(error) } satisfies Reply),
+  );
   port.postMessage({ kind: 'ready' } satisfies Reply);
 }
 
@@ -125,15 +136,15 @@ const threadSource = (): string =>
     `(${sqliteThreadMain.toString()})(require, workerData, parentPort);`,
   ].join('\n');
 
-/** Raised for a request the thread will never answer (it stopped, or the storage closed). */
+/** Raised for a statement sent after the storage closed. */
 export class SqliteThreadStoppedError extends Error {
   override name = 'SqliteThreadStoppedError';
 }
 
 export interface SqliteThread {
   /**
-   * Runs one statement. Statements run in the order they are sent; a caller that needs several to
-   * run together (a transaction) holds `lock` around them.
+   * Runs one statement. Statements run in the order they are sent, so only the holder of `lock`
+   * (the query builder's driver) may send them: anyone else could land inside its transaction.
    */
   query(sql: string, parameters: readonly unknown[]): Promise<ThreadQueryResult>;
   /** The generation group commit (sqlite-generation-writer.ts), run under the lock. */
@@ -145,12 +156,61 @@ export interface SqliteThread {
   /** Waits until no one else holds the connection, then holds it until `unlock`. */
   lock(): Promise<void>;
   unlock(): void;
+  /** Threads started so far (1 until one stopped unasked and was replaced). */
+  starts(): number;
   /** Closes the connection (checkpointing and removing the WAL) and ends the thread. */
   close(): Promise<void>;
 }
 
-/** How long `close` waits for the thread to close its connection before terminating it. */
+/** How long `close` waits for the connection and the thread before terminating it. */
 const CLOSE_TIMEOUT_MS = 10_000;
+
+interface Pending {
+  worker: Worker;
+  resolve: (value: unknown) => void;
+  reject: (error: Error) => void;
+  /** Where the statement was sent from: an error's stack points at its caller, not at the reply. */
+  origin: Error;
+}
+
+/** Starts a thread on the file; resolves once its connection is open, else rejects with the driver's reason. */
+function spawnThread(path: string): Promise<Worker> {
+  const worker = new Worker(threadSource(), {
+    eval: true,
+    // Not the process's flags: `--input-type=module` would make the source a module without
+    // `require`, and a loader (`--import tsx`) has nothing to do here.
+    execArgv: [],
+    workerData: {
+      driver: createRequire(import.meta.url).resolve('better-sqlite3'),
+      path,
+      statementCacheSize: STATEMENT_CACHE_SIZE,
+    } satisfies ThreadData,
+  });
+  return new Promise<Worker>((resolve, reject) => {
+    const onExit = (code: number) =>
+      reject(new Error(`the SQLite thread exited with code ${code} before it was ready`));
+    const onError = (error: Error) => {
+      worker.off('exit', onExit);
+      reject(error);
+    };
+    worker.once('exit', onExit);
+    worker.once('error', onError);
+    worker.once('message', (reply: Reply) => {
+      worker.off('exit', onExit);
+      worker.off('error', onError);
+      if ('kind' in reply && reply.kind === 'ready') {
+        resolve(worker);
+        return;
+      }
+      void worker.terminate();
+      reject(
+        'kind' in reply && reply.kind === 'failed'
+          ? toError(reply.error)
+          : new Error('unexpected first message'),
+      );
+    });
+  });
+}
 
 /**
  * SQLite on a thread of its own (config `sqlite_thread`). better-sqlite3 is synchronous: on the
@@ -159,97 +219,121 @@ const CLOSE_TIMEOUT_MS = 10_000;
  * statements and receives rows; the query builder reaches it through sqlite-thread-dialect.ts. One
  * connection still serves everything, so SQLite's single writer never waits on a lock held
  * elsewhere in the process. Resolves once the database is open; rejects with the driver's error when
- * it cannot be opened.
+ * it cannot be opened. A thread that stops unasked fails what it was running and is replaced at the
+ * next statement, so the gateway goes on without a restart.
  */
 export async function startSqliteThread(options: {
   path: string;
-  /** The thread stopped unasked (pending and later statements fail). */
+  /** The thread stopped unasked; the next statement starts a new one. */
   onFailure?: (message: string) => void;
+  /** Told of each thread once its connection is open (tests stop one to see it replaced). */
+  onThreadStart?: (worker: Worker) => void;
 }): Promise<SqliteThread> {
-  const thread = new Worker(threadSource(), {
-    eval: true,
-    // Not the process's flags: `--input-type=module` would make the source a module without
-    // `require`, and a loader (`--import tsx`) has nothing to do here.
-    execArgv: [],
-    workerData: {
-      driver: createRequire(import.meta.url).resolve('better-sqlite3'),
-      path: options.path,
-      statementCacheSize: STATEMENT_CACHE_SIZE,
-    } satisfies ThreadData,
-  });
-  const pending = new Map<number, { resolve: (value: unknown) => void; reject: (error: Error) => void }>();
+  const pending = new Map<number, Pending>();
   let nextId = 1;
-  let stopped: Error | null = null;
+  let started = 0;
+  let closed: SqliteThreadStoppedError | null = null;
   let closing: Promise<void> | null = null;
+  let current: Worker | null = null;
+  let starting: Promise<Worker> | null = null;
 
-  const fail = (error: Error) => {
-    if (stopped) return;
-    stopped = error;
-    for (const entry of pending.values()) entry.reject(error);
-    pending.clear();
-    if (!closing) options.onFailure?.(error.message);
-  };
+  /** The thread `worker` is gone: what it was running fails, and the next statement starts another. */
+  function lose(worker: Worker, reason: string): void {
+    if (current !== worker) return;
+    current = null;
+    const error = new Error(`the SQLite thread stopped: ${reason}`);
+    for (const [id, entry] of pending) {
+      if (entry.worker !== worker) continue;
+      pending.delete(id);
+      entry.reject(error);
+    }
+    if (!closing) options.onFailure?.(reason);
+    void worker.terminate();
+  }
 
-  await new Promise<void>((resolve, reject) => {
-    const onExit = (code: number) =>
-      reject(new Error(`the SQLite thread exited with code ${code} before it was ready`));
-    thread.once('exit', onExit);
-    thread.once('message', (reply: Reply) => {
-      thread.off('exit', onExit);
-      if ('kind' in reply && reply.kind === 'ready') {
-        resolve();
+  function adopt(worker: Worker): Worker {
+    started += 1;
+    current = worker;
+    worker.on('message', (reply: Reply) => {
+      if ('kind' in reply) {
+        if (reply.kind === 'lost') lose(worker, `a request could not be read (${reply.error.message})`);
         return;
       }
-      const error =
-        'kind' in reply && reply.kind === 'failed'
-          ? toError(reply.error)
-          : new Error('unexpected first message');
-      void thread.terminate();
-      reject(error);
+      const entry = pending.get(reply.id);
+      if (!entry) return;
+      pending.delete(reply.id);
+      // Idle, the thread must not keep a finished process alive; while a statement runs, it must.
+      if (pending.size === 0) worker.unref();
+      if (reply.ok) entry.resolve(reply.result);
+      else entry.reject(toError(reply.error, entry.origin));
     });
-    thread.once('error', reject);
-  });
+    worker.on('messageerror', (error) => lose(worker, `a reply could not be read (${error.message})`));
+    worker.on('error', (error) => lose(worker, error.message));
+    worker.on('exit', (code) => lose(worker, `exit code ${code}`));
+    worker.unref();
+    options.onThreadStart?.(worker);
+    return worker;
+  }
 
-  thread.on('message', (reply: Reply) => {
-    if (!('id' in reply)) return;
-    const entry = pending.get(reply.id);
-    if (!entry) return;
-    pending.delete(reply.id);
-    // Idle, the thread must not keep a finished process alive; while a statement runs, it must.
-    if (pending.size === 0) thread.unref();
-    if (reply.ok) entry.resolve(reply.result);
-    else entry.reject(toError(reply.error));
-  });
-  thread.on('error', (error) => fail(error));
-  thread.on('exit', (code) =>
-    fail(new SqliteThreadStoppedError(`the SQLite thread stopped (exit code ${code})`)),
-  );
-  thread.unref();
+  adopt(await spawnThread(options.path));
 
-  type Unnumbered<R> = R extends { id: number } ? Omit<R, 'id'> : never;
-  function send<T>(request: Unnumbered<Request>): Promise<T> {
-    if (stopped) return Promise.reject(stopped);
+  /** The running thread, or a new one when the last stopped; statements keep their order. */
+  function thread(): Worker | Promise<Worker> {
+    if (current) return current;
+    // A database in memory died with its thread: a new one would be empty.
+    if (options.path === ':memory:')
+      return Promise.reject(new Error('the SQLite thread stopped; an in-memory database cannot be reopened'));
+    starting ??= spawnThread(options.path).then(
+      (worker) => {
+        starting = null;
+        if (closing) {
+          void worker.terminate();
+          throw closed ?? new SqliteThreadStoppedError('the storage is closed');
+        }
+        return adopt(worker);
+      },
+      (error: unknown) => {
+        starting = null;
+        throw error;
+      },
+    );
+    return starting;
+  }
+
+  function post<T>(worker: Worker, request: Unnumbered<Request>, origin: Error): Promise<T> {
     const id = nextId;
     nextId += 1;
     return new Promise<T>((resolve, reject) => {
-      pending.set(id, { resolve: resolve as (value: unknown) => void, reject });
-      if (pending.size === 1) thread.ref();
+      pending.set(id, { worker, resolve: resolve as (value: unknown) => void, reject, origin });
+      worker.ref();
       try {
-        thread.postMessage({ ...request, id });
+        worker.postMessage({ ...request, id });
       } catch (error) {
         // Values the structured clone cannot copy (a function, a symbol): the statement is not sent.
         pending.delete(id);
-        if (pending.size === 0) thread.unref();
+        if (pending.size === 0) worker.unref();
         reject(error as Error);
       }
     });
   }
 
+  function send<T>(request: Unnumbered<Request>): Promise<T> {
+    if (closed) return Promise.reject(closed);
+    const origin = new Error('sent from');
+    const worker = thread();
+    return worker instanceof Worker
+      ? post<T>(worker, request, origin)
+      : worker.then((w) => post<T>(w, request, origin));
+  }
+
   let held: Promise<void> | null = null;
   let release: (() => void) | null = null;
   async function lock(): Promise<void> {
-    while (held) await held;
-    if (stopped) throw stopped;
+    while (held) {
+      await held;
+      if (closed) throw closed;
+    }
+    if (closed) throw closed;
     held = new Promise<void>((resolve) => {
       release = resolve;
     });
@@ -273,6 +357,7 @@ export async function startSqliteThread(options: {
     },
     lock,
     unlock,
+    starts: () => started,
     close() {
       closing ??= (async () => {
         let timer: NodeJS.Timeout | undefined;
@@ -280,35 +365,41 @@ export async function startSqliteThread(options: {
           timer = setTimeout(() => resolve('late'), CLOSE_TIMEOUT_MS);
         });
         // Statements already waiting for the connection run first; a transaction that never ends
-        // is cut off at the deadline.
-        const locked = await Promise.race([
-          lock().then(
-            () => true,
-            () => false,
-          ),
-          late,
-        ]);
-        if (!stopped) {
-          const exited = new Promise<void>((resolve) => thread.once('exit', () => resolve()));
-          const closed = send<null>({ kind: 'close' }).then(
+        // is cut off at the deadline (its lock, if it comes later, is handed straight back).
+        const locking = lock().then(
+          () => true,
+          () => false,
+        );
+        const locked = await Promise.race([locking, late]);
+        if (locked === 'late') void locking.then((took) => took && unlock());
+        const worker = current ?? (await starting?.catch(() => null)) ?? null;
+        if (worker) {
+          const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
+          const answered = post<null>(worker, { kind: 'close' }, new Error('sent from')).then(
             () => exited,
             () => exited,
           );
-          if (locked === 'late' || (await Promise.race([closed, late])) === 'late') await thread.terminate();
+          if (locked === 'late' || (await Promise.race([answered, late])) === 'late')
+            await worker.terminate();
         }
         clearTimeout(timer);
-        stopped = new SqliteThreadStoppedError('the storage is closed');
+        closed = new SqliteThreadStoppedError('the storage is closed');
         // Whoever still waits for the connection learns that it is closed.
         if (locked === true) unlock();
+        else if (release) unlock();
       })();
       return closing;
     },
   };
 }
 
-function toError(data: ErrorData): Error {
+type Unnumbered<R> = R extends { id: number } ? Omit<R, 'id'> : never;
+
+function toError(data: ErrorData, origin?: Error): Error {
   const error = new Error(data.message) as Error & { code?: string };
   error.name = data.name;
   if (data.code !== undefined) error.code = data.code;
+  if (origin?.stack)
+    error.stack = `${error.name}: ${data.message}\n${origin.stack.split('\n').slice(1).join('\n')}`;
   return error;
 }

@@ -5,11 +5,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import type { Worker } from 'node:worker_threads';
 import { sql } from 'kysely';
 import { isUniqueViolation } from '../../src/admin/workspaces/unique-violation.js';
 import { openStorage, type Storage } from '../../src/storage/database.js';
 import { initializeStorage } from '../../src/storage/initialize.js';
-import { SqliteThreadStoppedError } from '../../src/storage/sqlite-thread.js';
+import { SqliteThreadStoppedError, startSqliteThread } from '../../src/storage/sqlite-thread.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -80,6 +81,22 @@ describe('SQLite thread', () => {
     assert.deepEqual(
       rows.rows.map((row) => row.body),
       ['one!', 'two', 'three'],
+    );
+  });
+
+  it('rolls back to a savepoint inside a transaction', async () => {
+    const trx = await storage.db.startTransaction().execute();
+    await sql`insert into notes (body) values (${'six'})`.execute(trx);
+    const inner = await trx.savepoint('before_seven').execute();
+    await sql`insert into notes (body) values (${'seven'})`.execute(inner);
+    await inner.rollbackToSavepoint('before_seven').execute();
+    await trx.commit().execute();
+    const rows = await sql<{ body: string }>`select body from notes where body in ('six', 'seven')`.execute(
+      storage.db,
+    );
+    assert.deepEqual(
+      rows.rows.map((row) => row.body),
+      ['six'],
     );
   });
 
@@ -178,6 +195,39 @@ describe('SQLite thread lifecycle', () => {
       const count = await sql<{ count: number }>`select count(*) as count from t`.execute(again.db);
       assert.equal(count.rows[0]?.count, 20);
       await again.close();
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
+    }
+  });
+
+  it('replaces a thread that stops unasked: its statements fail, the next ones run on a new thread', async () => {
+    const directory = mkdtempSync(join(tmpdir(), 'switchyard-sqlite-thread-'));
+    const failures: string[] = [];
+    const workers: Worker[] = [];
+    try {
+      const thread = await startSqliteThread({
+        path: join(directory, 'db.sqlite'),
+        onFailure: (message) => failures.push(message),
+        onThreadStart: (worker) => workers.push(worker),
+      });
+      await thread.lock();
+      await thread.query('create table t (n integer)', []);
+      await thread.query('insert into t (n) values (?)', [7]);
+      const running = thread.query(
+        `with recursive c(n) as (select 1 union all select n + 1 from c where n < 50000000) select sum(n) from c`,
+        [],
+      );
+      await new Promise((resolve) => setTimeout(resolve, 50));
+      await workers[0]?.terminate();
+      await assert.rejects(running, /the SQLite thread stopped: exit code 1/);
+      assert.deepEqual(failures, ['exit code 1']);
+      const rows = await thread.query('select n from t', []);
+      assert.deepEqual(rows.rows, [{ n: 7 }]);
+      assert.equal(thread.starts(), 2);
+      assert.equal(workers.length, 2);
+      thread.unlock();
+      await thread.close();
+      assert.deepEqual(failures, ['exit code 1'], 'the close was reported as a failure');
     } finally {
       rmSync(directory, { recursive: true, force: true });
     }
