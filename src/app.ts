@@ -97,7 +97,7 @@ export async function buildServices(
     onThreadFailure: (message) =>
       storageLogger.error(
         { reason: message },
-        'SQLite thread stopped; database statements fail until restart',
+        'SQLite thread stopped; its statements failed and the next one starts a new thread',
       ),
     onCheckpointFailure: (message) =>
       storageLogger.error(

@@ -96,7 +96,7 @@ export async function openStorage(options: {
    * `backgroundCheckpoint` is not needed with it. Off unless asked.
    */
   thread?: boolean;
-  /** The SQLite thread stopped unasked: statements fail from then on. */
+  /** The SQLite thread stopped unasked (its statements failed; the next one starts a new thread). */
   onThreadFailure?: (message: string) => void;
 }): Promise<Storage> {
   const kind: StorageKind = options.url.startsWith('sqlite:') ? 'sqlite' : 'postgres';

@@ -68,16 +68,22 @@ class SqliteThreadDriver implements Driver {
     return this.#connection;
   }
 
-  async beginTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('begin'));
+  async beginTransaction(): Promise<void> {
+    await this.#connection.executeQuery(CompiledQuery.raw('begin'));
+    this.#connection.transactionEpoch = this.#thread.epoch();
   }
 
-  async commitTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('commit'));
+  async commitTransaction(): Promise<void> {
+    await this.#connection.executeQuery(CompiledQuery.raw('commit'));
+    this.#connection.transactionEpoch = null;
   }
 
-  async rollbackTransaction(connection: DatabaseConnection): Promise<void> {
-    await connection.executeQuery(CompiledQuery.raw('rollback'));
+  async rollbackTransaction(): Promise<void> {
+    const lost = this.#connection.transactionEpoch !== this.#thread.epoch();
+    this.#connection.transactionEpoch = null;
+    // The thread that held the transaction is gone, and SQLite rolled it back with it.
+    if (lost) return;
+    await this.#connection.executeQuery(CompiledQuery.raw('rollback'));
   }
 
   async savepoint(connection: DatabaseConnection, name: string, compile: QueryCompiler['compileQuery']) {
@@ -111,12 +117,18 @@ class SqliteThreadDriver implements Driver {
 
 class SqliteThreadConnection implements DatabaseConnection {
   readonly #thread: SqliteThread;
+  /** The thread epoch the open transaction began in; null outside a transaction. */
+  transactionEpoch: number | null = null;
 
   constructor(thread: SqliteThread) {
     this.#thread = thread;
   }
 
   async executeQuery<R>(compiledQuery: CompiledQuery): Promise<QueryResult<R>> {
+    if (this.transactionEpoch !== null && this.transactionEpoch !== this.#thread.epoch()) {
+      // Its first statements died with the old thread: the rest must not commit alone on a new one.
+      throw new Error('the SQLite thread stopped inside this transaction; it was rolled back');
+    }
     const result = await this.#thread.query(compiledQuery.sql, compiledQuery.parameters);
     if (result.changes === undefined) return { rows: result.rows as R[] };
     return {

@@ -158,12 +158,19 @@ export interface SqliteThread {
   unlock(): void;
   /** Threads started so far (1 until one stopped unasked and was replaced). */
   starts(): number;
+  /** How many threads were lost so far: a transaction must end in the epoch it began in. */
+  epoch(): number;
   /** Closes the connection (checkpointing and removing the WAL) and ends the thread. */
   close(): Promise<void>;
 }
 
-/** How long `close` waits for the connection and the thread before terminating it. */
+/**
+ * How long `close` waits for the connection and the thread before terminating it (a statement
+ * running inside SQLite still finishes first: a thread is stopped between JavaScript steps).
+ */
 const CLOSE_TIMEOUT_MS = 10_000;
+/** After a failed restart, statements fail at once for this long before the next attempt. */
+const RESTART_BACKOFF_MS = 1_000;
 
 interface Pending {
   worker: Worker;
@@ -236,19 +243,41 @@ export async function startSqliteThread(options: {
   let closing: Promise<void> | null = null;
   let current: Worker | null = null;
   let starting: Promise<Worker> | null = null;
+  /** Settles once the last lost thread has ended. */
+  let exiting: Promise<void> = Promise.resolve();
+  let restartFailure: { error: Error; until: number } | null = null;
+  /** Counts lost threads: a transaction begun in one epoch cannot go on in the next. */
+  let epoch = 0;
 
   /** The thread `worker` is gone: what it was running fails, and the next statement starts another. */
   function lose(worker: Worker, reason: string): void {
     if (current !== worker) return;
     current = null;
-    const error = new Error(`the SQLite thread stopped: ${reason}`);
+    // A transaction open on it is gone with it (SQLite rolled it back); its holder must not go on.
+    epoch += 1;
     for (const [id, entry] of pending) {
       if (entry.worker !== worker) continue;
       pending.delete(id);
-      entry.reject(error);
+      entry.reject(
+        closing
+          ? withOrigin(new SqliteThreadStoppedError('the storage is closed'), entry.origin)
+          : withOrigin(new Error(`the SQLite thread stopped: ${reason}`), entry.origin),
+      );
     }
-    if (!closing) options.onFailure?.(reason);
-    void worker.terminate();
+    if (!closing) report(reason);
+    // The next thread opens the file once this one is gone: it may still hold SQLite's write lock.
+    exiting = worker.terminate().then(
+      () => undefined,
+      () => undefined,
+    );
+  }
+
+  function report(reason: string): void {
+    try {
+      options.onFailure?.(reason);
+    } catch {
+      // A failing logger must not take the process down from a thread's exit event.
+    }
   }
 
   function adopt(worker: Worker): Worker {
@@ -280,23 +309,33 @@ export async function startSqliteThread(options: {
   /** The running thread, or a new one when the last stopped; statements keep their order. */
   function thread(): Worker | Promise<Worker> {
     if (current) return current;
+    if (closing) return Promise.reject(new SqliteThreadStoppedError('the storage is closed'));
     // A database in memory died with its thread: a new one would be empty.
     if (options.path === ':memory:')
       return Promise.reject(new Error('the SQLite thread stopped; an in-memory database cannot be reopened'));
-    starting ??= spawnThread(options.path).then(
-      (worker) => {
-        starting = null;
-        if (closing) {
-          void worker.terminate();
-          throw closed ?? new SqliteThreadStoppedError('the storage is closed');
-        }
-        return adopt(worker);
-      },
-      (error: unknown) => {
-        starting = null;
-        throw error;
-      },
-    );
+    // A restart that just failed is not retried by every statement: they fail fast for a while.
+    if (restartFailure && performance.now() < restartFailure.until)
+      return Promise.reject(restartFailure.error);
+    starting ??= exiting
+      .then(() => spawnThread(options.path))
+      .then(
+        (worker) => {
+          starting = null;
+          restartFailure = null;
+          if (closing) {
+            void worker.terminate();
+            throw new SqliteThreadStoppedError('the storage is closed');
+          }
+          return adopt(worker);
+        },
+        (error: unknown) => {
+          starting = null;
+          const failure = error instanceof Error ? error : new Error(String(error));
+          restartFailure = { error: failure, until: performance.now() + RESTART_BACKOFF_MS };
+          report(`could not start a new thread: ${failure.message}`);
+          throw failure;
+        },
+      );
     return starting;
   }
 
@@ -358,6 +397,7 @@ export async function startSqliteThread(options: {
     lock,
     unlock,
     starts: () => started,
+    epoch: () => epoch,
     close() {
       closing ??= (async () => {
         let timer: NodeJS.Timeout | undefined;
@@ -372,7 +412,7 @@ export async function startSqliteThread(options: {
         );
         const locked = await Promise.race([locking, late]);
         if (locked === 'late') void locking.then((took) => took && unlock());
-        const worker = current ?? (await starting?.catch(() => null)) ?? null;
+        const worker = current;
         if (worker) {
           const exited = new Promise<void>((resolve) => worker.once('exit', () => resolve()));
           const answered = post<null>(worker, { kind: 'close' }, new Error('sent from')).then(
@@ -399,7 +439,12 @@ function toError(data: ErrorData, origin?: Error): Error {
   const error = new Error(data.message) as Error & { code?: string };
   error.name = data.name;
   if (data.code !== undefined) error.code = data.code;
-  if (origin?.stack)
-    error.stack = `${error.name}: ${data.message}\n${origin.stack.split('\n').slice(1).join('\n')}`;
+  return origin ? withOrigin(error, origin) : error;
+}
+
+/** The error with the stack of the statement's caller (`origin`), not of the reply's handler. */
+function withOrigin<E extends Error>(error: E, origin: Error): E {
+  if (origin.stack)
+    error.stack = `${error.name}: ${error.message}\n${origin.stack.split('\n').slice(1).join('\n')}`;
   return error;
 }

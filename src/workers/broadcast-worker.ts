@@ -156,8 +156,10 @@ export function createBroadcastWorker(options: {
             const claimed = await claim();
             if (claimed === 0) break;
           }
+          // Inside the loop: a delivery that ends while the purge awaits its statement asks for a
+          // wake-up, and only a check after the last await sees it (after it, `looping` clears at once).
+          if (!wakeRequested) await purgeDeadLetters();
         } while (wakeRequested && !stopped);
-        await purgeDeadLetters();
       } catch (error) {
         logger.error({ err: error }, 'broadcast outbox could not be read; retrying');
       } finally {

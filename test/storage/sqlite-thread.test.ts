@@ -6,11 +6,12 @@ import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import type { Worker } from 'node:worker_threads';
-import { sql } from 'kysely';
+import { Kysely, sql } from 'kysely';
 import { isUniqueViolation } from '../../src/admin/workspaces/unique-violation.js';
 import { openStorage, type Storage } from '../../src/storage/database.js';
 import { initializeStorage } from '../../src/storage/initialize.js';
 import { SqliteThreadStoppedError, startSqliteThread } from '../../src/storage/sqlite-thread.js';
+import { SqliteThreadDialect } from '../../src/storage/sqlite-thread-dialect.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -233,6 +234,33 @@ describe('SQLite thread lifecycle', () => {
     }
   });
 
+  it('does not let a transaction go on after its thread stopped: no half of it is committed', async () => {
+    const directory = mkdtempSync(join(tmpdir(), 'switchyard-sqlite-thread-'));
+    const workers: Worker[] = [];
+    try {
+      const thread = await startSqliteThread({
+        path: join(directory, 'db.sqlite'),
+        onThreadStart: (worker) => workers.push(worker),
+      });
+      const db = new Kysely<{ t: { n: number } }>({ dialect: new SqliteThreadDialect(thread) });
+      await sql`create table t (n integer)`.execute(db);
+      await assert.rejects(
+        db.transaction().execute(async (trx) => {
+          await trx.insertInto('t').values({ n: 1 }).execute();
+          await workers[0]?.terminate();
+          await trx.insertInto('t').values({ n: 2 }).execute();
+        }),
+        /the SQLite thread stopped inside this transaction; it was rolled back/,
+      );
+      const rows = await db.selectFrom('t').selectAll().execute();
+      assert.deepEqual(rows, []);
+      assert.equal(thread.starts(), 2);
+      await db.destroy();
+    } finally {
+      rmSync(directory, { recursive: true, force: true });
+    }
+  });
+
   it('fails to open with the driver’s reason and leaves no thread running', async () => {
     const directory = mkdtempSync(join(tmpdir(), 'switchyard-sqlite-thread-'));
     try {
@@ -251,7 +279,7 @@ describe('SQLite thread lifecycle', () => {
     try {
       const script = `
         import { openStorage } from ${JSON.stringify(join(root, 'src/storage/database.ts'))};
-        import { sql } from 'kysely';
+        import { Kysely, sql } from 'kysely';
         const storage = await openStorage({ url: ${JSON.stringify(`sqlite:${join(directory, 'db.sqlite')}`)}, schema: 'main', thread: true });
         const result = await sql\`select 41 + 1 as answer\`.execute(storage.db);
         console.log('answer', result.rows[0].answer);`;
