@@ -128,7 +128,8 @@ export const ConfigSchema = Type.Object(
     /**
      * SQLite: keep the connection in a worker thread, so no statement, commit or checkpoint runs on
      * the event loop (src/storage/sqlite-thread.ts); `sqlite_background_checkpoint` then has nothing
-     * to do. Ignored on PostgreSQL.
+     * to do. Off by default: it pays on a host with a core to spare, and costs CPU and ~9 MB on one
+     * core (docs/decisions.md). Ignored on PostgreSQL.
      */
     sqlite_thread: Type.Boolean(),
     broadcast: Type.Object(
@@ -212,7 +213,7 @@ export const defaultConfig: Static<typeof ConfigSchema> = {
   shutdown_timeout_ms: 10_000,
   heap_growth_percent: 20,
   sqlite_background_checkpoint: true,
-  sqlite_thread: true,
+  sqlite_thread: false,
   broadcast: {
     allow_private_networks: false,
     region: 'global',

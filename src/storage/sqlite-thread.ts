@@ -169,6 +169,8 @@ export interface SqliteThread {
  * running inside SQLite still finishes first: a thread is stopped between JavaScript steps).
  */
 const CLOSE_TIMEOUT_MS = 10_000;
+/** The thread's young generation, in MB (V8 would give it as much as the main thread's). */
+const YOUNG_GENERATION_MB = 1;
 /** After a failed restart, statements fail at once for this long before the next attempt. */
 const RESTART_BACKOFF_MS = 1_000;
 
@@ -187,6 +189,9 @@ function spawnThread(path: string): Promise<Worker> {
     // Not the process's flags: `--input-type=module` would make the source a module without
     // `require`, and a loader (`--import tsx`) has nothing to do here.
     execArgv: [],
+    // Its garbage is the batches and rows passing through: a small young generation keeps the
+    // thread's resident memory small (the old generation keeps V8's limit: a large result must fit).
+    resourceLimits: { maxYoungGenerationSizeMb: YOUNG_GENERATION_MB },
     workerData: {
       driver: createRequire(import.meta.url).resolve('better-sqlite3'),
       path,

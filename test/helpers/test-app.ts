@@ -13,6 +13,8 @@ export const backend = {
   databaseUrl: process.env.DATABASE_URL ?? null,
   redisUrl: process.env.REDIS_URL ?? null,
   isPostgres: (process.env.DATABASE_URL ?? '').startsWith('postgres'),
+  /** `SWITCHYARD_TEST_SQLITE_THREAD=1`: every gateway keeps SQLite in its thread (`sqlite_thread`). */
+  sqliteThread: process.env.SWITCHYARD_TEST_SQLITE_THREAD === '1',
 };
 
 export interface IsolatedDatabase {
@@ -103,6 +105,7 @@ export async function startTestApp(
       bootstrap_key: managementKey,
       redis_url: backend.redisUrl,
       redis_prefix: options.redisPrefix ?? `switchyard-test-${randomBytes(6).toString('hex')}:`,
+      ...(backend.sqliteThread ? { sqlite_thread: true } : {}),
       ...database.settings,
       ...options.config,
       providers: {
