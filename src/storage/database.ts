@@ -40,17 +40,12 @@ function sqlitePath(url: string): string {
   return path;
 }
 
-function openSqlite(path: string): {
-  dialect: SqliteDialect;
-  database: SqliteDatabase.Database;
-  path: string;
-} {
+function openSqlite(path: string): { dialect: SqliteDialect; database: SqliteDatabase.Database } {
   const database = new SqliteDatabase(path);
   configureSqliteConnection(database);
   return {
     dialect: new SqliteDialect({ database: cachingStatements(database, STATEMENT_CACHE_SIZE) }),
     database,
-    path,
   };
 }
 
@@ -107,10 +102,10 @@ export async function openStorage(options: {
       : null;
   const sqlite = path !== null && !sqliteThread ? openSqlite(path) : null;
   const checkpointer =
-    sqlite && sqlite.path !== ':memory:' && options.backgroundCheckpoint
+    sqlite && path !== null && path !== ':memory:' && options.backgroundCheckpoint
       ? startSqliteCheckpointer({
           database: sqlite.database,
-          path: sqlite.path,
+          path,
           onFailure: options.onCheckpointFailure,
         })
       : null;

@@ -99,6 +99,9 @@ export function startSqliteCheckpointer(options: {
   };
   const thread = new Worker(THREAD_SOURCE, {
     eval: true,
+    // Not the process's flags (as for the SQLite thread): `--input-type=module` would make the
+    // source a module without `require`.
+    execArgv: [],
     // It allocates next to nothing: a small heap keeps the thread's resident memory small too.
     resourceLimits: { maxYoungGenerationSizeMb: 1, maxOldGenerationSizeMb: 16 },
     workerData: {

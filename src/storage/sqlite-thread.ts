@@ -1,6 +1,5 @@
 import { createRequire } from 'node:module';
-import type { MessagePort } from 'node:worker_threads';
-import { Worker } from 'node:worker_threads';
+import { type MessagePort, Worker } from 'node:worker_threads';
 import type SqliteDatabase from 'better-sqlite3';
 import {
   createSqliteGenerationWriter,
