@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import type { GenerationRecordInput } from '../billing/generation-log.js';
 import type { ContentPart, GenerationRequest } from '../spec/generation-request.js';
 import {
@@ -54,8 +54,7 @@ const TRUNCATED = '…[truncated]';
 const cut = (text: string) =>
   text.length > MAX_BROADCAST_TEXT_CHARS ? `${text.slice(0, MAX_BROADCAST_TEXT_CHARS)}${TRUNCATED}` : text;
 
-const hex = (text: string, length: number) =>
-  createHash('sha256').update(text).digest('hex').slice(0, length);
+const hex = (text: string, length: number) => hash('sha256', text, 'hex').slice(0, length);
 
 const TRACE_ID = /^[0-9a-f]{32}$/i;
 const SPAN_ID = /^[0-9a-f]{16}$/i;

@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { newTimeOrderedId } from '../platform/ids.js';
 import type { BroadcastOutboxTable } from '../storage/database-schema.js';
 import type { BroadcastEvent, BroadcastMessage } from './broadcast-event.js';
@@ -10,7 +10,7 @@ const SHORT_TEXT_CHARS = 4_096;
 
 /** `<generation id>:<destination id>` hashed: the key receivers deduplicate a retried event by. */
 export const idempotencyKeyOf = (generationId: string, destinationId: string) =>
-  createHash('sha256').update(`${generationId}:${destinationId}`).digest('hex').slice(0, 32);
+  hash('sha256', `${generationId}:${destinationId}`, 'hex').slice(0, 32);
 
 const shorten = (messages: BroadcastMessage[] | null) =>
   messages?.map((message) => ({
