@@ -34,9 +34,14 @@ export function planCpus(): { proxyCpu: number; loadCpu: number } {
 
 const clockTicks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
 
-/** User + system CPU seconds of a process, all threads included. */
-export function cpuSeconds(pid: number): number {
-  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+/** User + system CPU seconds of a process (all threads), or of one of its threads. */
+export function cpuSeconds(pid: number, thread?: number): number {
+  // A process's figures count every thread; `/proc/<pid>/task/<tid>/stat` one thread's (the main
+  // thread's tid is the pid).
+  const stat = readFileSync(
+    thread === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${thread}/stat`,
+    'utf8',
+  );
   // The command name (field 2) is parenthesised and may hold spaces, so count fields after it:
   // utime and stime are fields 14 and 15, i.e. the 12th and 13th after the name.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');

@@ -143,6 +143,14 @@ interface Measurement {
   /** Share of one CPU the proxy used: near 100% means the proxy, not the load core, was the limit. */
   cpuBusy: number | null;
   failures: number;
+  /**
+   * The slowest first answer on a connection, and the p99 of the other answers. A loaded Node server
+   * accepts one new connection per event-loop turn (libuv 1.45+), so the connections a run opens
+   * against a saturated proxy wait in the accept queue; these two figures tell that wait apart from
+   * the steady state.
+   */
+  firstOnConnectionMax: number;
+  laterP99: number;
 }
 
 type Outcome = Measurement | { unavailable: string };
@@ -216,12 +224,13 @@ async function probe(
 
 function runAutocannon(
   options: autocannon.Options,
-  onResponse?: (status: number, milliseconds: number) => void,
+  onResponse?: (status: number, milliseconds: number, client: unknown) => void,
 ): Promise<autocannon.Result> {
   return new Promise((resolve, reject) => {
     const instance = autocannon(options, (error, result) => (error ? reject(error) : resolve(result)));
     // autocannon's own percentiles are whole milliseconds; the per-response times are not.
-    if (onResponse) instance.on('response', (_client, status, _bytes, time) => onResponse(status, time));
+    if (onResponse)
+      instance.on('response', (client, status, _bytes, time) => onResponse(status, time, client));
   });
 }
 
@@ -236,12 +245,21 @@ async function load(target: Target, scenario: Scenario): Promise<Measurement> {
   };
   await runAutocannon({ ...options, duration: WARMUP_SECONDS });
   const latencies: number[] = [];
+  const later: number[] = [];
+  const connections = new Set<unknown>();
+  let firstOnConnectionMax = 0;
   let completed = 0;
   const cpuBefore = target.pid === null ? 0 : cpuSeconds(target.pid);
   const startedAt = performance.now();
-  const result = await runAutocannon({ ...options, duration }, (status, milliseconds) => {
+  const result = await runAutocannon({ ...options, duration }, (status, milliseconds, client) => {
     completed += 1;
-    if (status >= 200 && status < 300) latencies.push(milliseconds);
+    if (status < 200 || status >= 300) return;
+    latencies.push(milliseconds);
+    if (connections.has(client)) later.push(milliseconds);
+    else {
+      connections.add(client);
+      firstOnConnectionMax = Math.max(firstOnConnectionMax, milliseconds);
+    }
   });
   const seconds = (performance.now() - startedAt) / 1000;
   const cpu = target.pid === null ? null : cpuSeconds(target.pid) - cpuBefore;
@@ -253,6 +271,8 @@ async function load(target: Target, scenario: Scenario): Promise<Measurement> {
     cpuMicros: cpu === null || completed === 0 ? null : (cpu * 1e6) / completed,
     cpuBusy: cpu === null ? null : (cpu / seconds) * 100,
     failures: result.errors + result.non2xx,
+    firstOnConnectionMax,
+    laterP99: percentile(Float64Array.from(later).sort(), 0.99),
   };
 }
 
@@ -579,6 +599,13 @@ function printChecks(peakRss: Map<TargetName, number>): void {
         target: '≤ bare + 30 ms',
         met: gateway.p99 - bare.p99 <= 30,
       });
+    if (gateway && bare)
+      console.log(
+        `\n5. diagnosis: slowest first answer on a connection ${fixed(gateway.firstOnConnectionMax, 0)} ms ` +
+          `(bare ${fixed(bare.firstOnConnectionMax, 0)} ms); p99 of the other answers ${fixed(gateway.laterP99, 2)} ms ` +
+          `(bare ${fixed(bare.laterP99, 2)} ms). A saturated Node server accepts one connection per event-loop ` +
+          'turn, so new connections wait in the accept queue (docs/performance.md, session 9).',
+      );
   }
 
   const gatewayRss = peakRss.get('gateway');
