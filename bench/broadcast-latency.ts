@@ -154,7 +154,7 @@ const { proxyCpu, loadCpu } = claimCpus(fail);
 const gatewayCpus = values['gateway-cpus'] ?? proxyCpu;
 if (!/^\d+(,\d+)*$/.test(String(gatewayCpus)))
   fail(`--gateway-cpus takes a CPU list such as 0,1, got "${gatewayCpus}"`);
-const receivers = await startBroadcastReceivers(broadcastTypes);
+const receivers = await startBroadcastReceivers(root, broadcastTypes, loadCpu);
 try {
   const upstreamOrigin = await startFakeUpstream(root, loadCpu);
   for (const contender of contenders) {

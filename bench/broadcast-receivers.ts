@@ -1,10 +1,12 @@
-// Local receivers for the inference benchmark's --broadcast runs: each answers as its destination
-// type's ingestion API does on success and counts what it receives. They run in the load generator's
-// process (the load CPU), so their work is not charged to the gateway's CPU.
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
+// Local receivers for the benchmarks' --broadcast runs: each answers as its destination type's
+// ingestion API does on success and counts what it receives. They run in a process of their own on
+// the load CPU (broadcast-receivers-process.ts): their work is not charged to the gateway's CPU, and
+// it does not delay the load generator's event loop, which times the responses (receivers sharing
+// that loop added their request handling to the latencies measured for broadcasting gateways only).
+import { join } from 'node:path';
+import { freePort, startPinned, waitUntilReady } from './bench-processes.js';
 
-interface Receiver {
+export interface Receiver {
   type: string;
   url: string;
   requests: number;
@@ -12,51 +14,58 @@ interface Receiver {
 }
 
 export interface BroadcastReceivers {
+  /** Type and URL of each receiver (their counts as they were at the start). */
   list: Receiver[];
+  /** What each receiver has received so far. */
+  counts(): Promise<Receiver[]>;
   close(): Promise<void>;
 }
 
 const SUPPORTED = ['webhook', 'otel-collector', 'langfuse', 'datadog'];
 
 /** What each type's receiver answers on success. */
-function answer(type: string): { status: number; body: string } {
+export function receiverAnswer(type: string): { status: number; body: string } {
   if (type === 'langfuse') return { status: 207, body: '{"successes":[],"errors":[]}' };
   if (type === 'datadog') return { status: 202, body: '{}' };
   return { status: 200, body: '{}' };
 }
 
-export async function startBroadcastReceivers(types: string[]): Promise<BroadcastReceivers> {
+/** Starts the receivers' process on `cpu` (the load CPU). */
+export async function startBroadcastReceivers(
+  root: string,
+  types: string[],
+  cpu: number,
+): Promise<BroadcastReceivers> {
   for (const type of types) {
     if (!SUPPORTED.includes(type))
       throw new Error(`--broadcast: ${type} is not one of ${SUPPORTED.join(', ')}`);
   }
-  const servers: Server[] = [];
-  const list: Receiver[] = [];
-  for (const type of types) {
-    const receiver: Receiver = { type, url: '', requests: 0, bytes: 0 };
-    const reply = answer(type);
-    const server = createServer((request, response) => {
-      request.on('data', (chunk: Buffer) => {
-        receiver.bytes += chunk.length;
-      });
-      request.on('end', () => {
-        if (request.headers['x-test-connection'] !== 'true') receiver.requests += 1;
-        response.writeHead(reply.status, { 'content-type': 'application/json' });
-        response.end(reply.body);
-      });
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    receiver.url = `http://127.0.0.1:${(server.address() as AddressInfo).port}`;
-    servers.push(server);
-    list.push(receiver);
-  }
+  if (types.length === 0) return { list: [], counts: async () => [], close: async () => undefined };
+  const port = await freePort();
+  const control = `http://127.0.0.1:${port}`;
+  const child = startPinned(
+    cpu,
+    [
+      '--import',
+      'tsx',
+      join(root, 'bench/broadcast-receivers-process.ts'),
+      '--types',
+      types.join(','),
+      '--control-port',
+      String(port),
+    ],
+    {},
+  );
+  await waitUntilReady(`${control}/health`, child, 'broadcast receivers');
+  const counts = async () => (await (await fetch(`${control}/receivers`)).json()) as Receiver[];
   return {
-    list,
+    list: await counts(),
+    counts,
     close: async () => {
-      for (const server of servers) {
-        server.closeAllConnections();
-        await new Promise<void>((resolve) => server.close(() => resolve()));
-      }
+      if (child.exitCode !== null || child.signalCode !== null) return;
+      const exited = new Promise((resolve) => child.once('exit', resolve));
+      child.kill('SIGTERM');
+      await exited;
     },
   };
 }
@@ -137,7 +146,7 @@ export async function reportBroadcast(origin: string, receivers: BroadcastReceiv
   console.log('');
   console.log('| destination | events delivered | requests | MB received |');
   console.log('| --- | ---: | ---: | ---: |');
-  for (const receiver of receivers.list) {
+  for (const receiver of await receivers.counts()) {
     const delivered = await metric(
       origin,
       new RegExp(

@@ -344,7 +344,7 @@ const selected = scenarios.filter(
 if (selected.length === 0) fail(`--only ${values.only} matches no scenario`);
 
 const broadcastTypes = (values.broadcast ?? '').split(',').filter(Boolean);
-const receivers = await startBroadcastReceivers(broadcastTypes);
+const receivers = await startBroadcastReceivers(root, broadcastTypes, loadCpu);
 const directory = mkdtempSync(join(tmpdir(), 'switchyard-bench-inference-'));
 const results = new Map<string, Map<TargetName, Outcome>>();
 const firstBytes = new Map<TargetName, FirstByte>();

@@ -79,7 +79,7 @@ const median = (figures: number[]) => [...figures].sort((a, b) => a - b)[Math.fl
 const { proxyCpu, loadCpu } = claimCpus(fail);
 const directories = builds.map(() => mkdtempSync(join(tmpdir(), 'switchyard-side-by-side-')));
 const broadcastTypes = (values.broadcast ?? '').split(',').filter(Boolean);
-const receivers = await startBroadcastReceivers(broadcastTypes);
+const receivers = await startBroadcastReceivers(root, broadcastTypes, loadCpu);
 
 try {
   const upstreamOrigin = await startFakeUpstream(root, loadCpu);
