@@ -80,6 +80,8 @@ process.on('exit', () => {
   for (const { child } of started)
     if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
 });
+// Nor when it is stopped by a signal (Ctrl-C reaches the whole process group; `kill` does not).
+for (const signal of ['SIGTERM', 'SIGHUP'] as const) process.once(signal, () => process.exit(1));
 
 /** Starts node on one CPU (or a taskset list: "0,1"). taskset execs node in place, so the child's pid is node's. */
 export function startPinned(cpu: number | string, args: string[], env: Record<string, string>): ChildProcess {

@@ -85,7 +85,10 @@ interface Contender {
   p50: number[];
   p99: number[];
   cpu: number[];
-  /** The request thread's own CPU per request (the main thread: no delivery or SQLite thread). */
+  /**
+   * The main thread's own CPU per request: the request thread, without the delivery, SQLite or GC
+   * helper threads (with `broadcast.delivery_thread=false` it includes the deliveries).
+   */
   mainCpu: number[];
 }
 
@@ -154,7 +157,10 @@ const { proxyCpu, loadCpu } = claimCpus(fail);
 const gatewayCpus = values['gateway-cpus'] ?? proxyCpu;
 if (!/^\d+(,\d+)*$/.test(String(gatewayCpus)))
   fail(`--gateway-cpus takes a CPU list such as 0,1, got "${gatewayCpus}"`);
-const receivers = await startBroadcastReceivers(root, broadcastTypes, loadCpu);
+const receivers = await startBroadcastReceivers(root, broadcastTypes, loadCpu).catch((error: Error) => {
+  rmSync(scratch, { recursive: true, force: true });
+  return fail(error.message);
+});
 try {
   const upstreamOrigin = await startFakeUpstream(root, loadCpu);
   for (const contender of contenders) {
@@ -216,7 +222,7 @@ try {
     console.log(`round ${round}: ${cells.join('; ')}`);
   }
   console.log(
-    '\n| gateway | p50 ms | p99 ms | CPU µs per request (deliveries included) | of it, request thread | peak RSS MB |',
+    '\n| gateway | p50 ms | p99 ms | CPU µs per request (deliveries included) | of it, main thread | peak RSS MB |',
   );
   console.log('| --- | ---: | ---: | ---: | ---: | ---: |');
   for (const contender of contenders) {

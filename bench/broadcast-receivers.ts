@@ -57,7 +57,14 @@ export async function startBroadcastReceivers(
     {},
   );
   await waitUntilReady(`${control}/health`, child, 'broadcast receivers');
-  const counts = async () => (await (await fetch(`${control}/receivers`)).json()) as Receiver[];
+  let exited: string | null = null;
+  child.once('exit', (code, signal) => {
+    exited = `the broadcast receivers' process exited (${code ?? signal})`;
+  });
+  const counts = async () => {
+    if (exited !== null) throw new Error(exited);
+    return (await (await fetch(`${control}/receivers`)).json()) as Receiver[];
+  };
   return {
     list: await counts(),
     counts,

@@ -150,6 +150,8 @@ interface Measurement {
    * the steady state.
    */
   firstOnConnectionMax: number;
+  /** Connections that got at least one answer in the window (the others waited all of it). */
+  connectionsAnswered: number;
   laterP99: number;
 }
 
@@ -234,6 +236,21 @@ function runAutocannon(
   });
 }
 
+/**
+ * Waits (at most 10 s) until a process uses under 5% of a CPU over 200 ms: what a load left queued
+ * (requests on connections autocannon already dropped) is served before the next window starts.
+ */
+async function untilIdle(pid: number): Promise<void> {
+  const deadline = performance.now() + 10_000;
+  let before = cpuSeconds(pid);
+  while (performance.now() < deadline) {
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    const now = cpuSeconds(pid);
+    if (now - before < 0.01) return;
+    before = now;
+  }
+}
+
 async function load(target: Target, scenario: Scenario): Promise<Measurement> {
   const options: autocannon.Options = {
     url: `${target.origin}${target.path(scenario)}`,
@@ -244,22 +261,26 @@ async function load(target: Target, scenario: Scenario): Promise<Measurement> {
     ...(scenario.overallRate ? { overallRate: scenario.overallRate } : {}),
   };
   await runAutocannon({ ...options, duration: WARMUP_SECONDS });
+  // The warm-up's dropped connections may still be queued at a saturated target, their requests
+  // sent: measuring starts once it has served them.
+  if (target.pid !== null) await untilIdle(target.pid);
   const latencies: number[] = [];
   const later: number[] = [];
+  /** TCP connections seen: autocannon keeps a client object across reconnects, its socket changes. */
   const connections = new Set<unknown>();
-  let firstOnConnectionMax = 0;
+  let firstOnConnectionMax = Number.NEGATIVE_INFINITY;
   let completed = 0;
   const cpuBefore = target.pid === null ? 0 : cpuSeconds(target.pid);
   const startedAt = performance.now();
   const result = await runAutocannon({ ...options, duration }, (status, milliseconds, client) => {
     completed += 1;
+    const connection = (client as { conn?: object }).conn ?? client;
+    const first = !connections.has(connection);
+    connections.add(connection);
     if (status < 200 || status >= 300) return;
     latencies.push(milliseconds);
-    if (connections.has(client)) later.push(milliseconds);
-    else {
-      connections.add(client);
-      firstOnConnectionMax = Math.max(firstOnConnectionMax, milliseconds);
-    }
+    if (first) firstOnConnectionMax = Math.max(firstOnConnectionMax, milliseconds);
+    else later.push(milliseconds);
   });
   const seconds = (performance.now() - startedAt) / 1000;
   const cpu = target.pid === null ? null : cpuSeconds(target.pid) - cpuBefore;
@@ -272,6 +293,7 @@ async function load(target: Target, scenario: Scenario): Promise<Measurement> {
     cpuBusy: cpu === null ? null : (cpu / seconds) * 100,
     failures: result.errors + result.non2xx,
     firstOnConnectionMax,
+    connectionsAnswered: connections.size,
     laterP99: percentile(Float64Array.from(later).sort(), 0.99),
   };
 }
@@ -602,7 +624,8 @@ function printChecks(peakRss: Map<TargetName, number>): void {
     if (gateway && bare)
       console.log(
         `\n5. diagnosis: slowest first answer on a connection ${fixed(gateway.firstOnConnectionMax, 0)} ms ` +
-          `(bare ${fixed(bare.firstOnConnectionMax, 0)} ms); p99 of the other answers ${fixed(gateway.laterP99, 2)} ms ` +
+          `(bare ${fixed(bare.firstOnConnectionMax, 0)} ms; connections answered ${gateway.connectionsAnswered} ` +
+          `and ${bare.connectionsAnswered}); p99 of the other answers ${fixed(gateway.laterP99, 2)} ms ` +
           `(bare ${fixed(bare.laterP99, 2)} ms). A saturated Node server accepts one connection per event-loop ` +
           'turn, so new connections wait in the accept queue (docs/performance.md, session 9).',
       );

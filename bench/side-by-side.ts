@@ -79,7 +79,10 @@ const median = (figures: number[]) => [...figures].sort((a, b) => a - b)[Math.fl
 const { proxyCpu, loadCpu } = claimCpus(fail);
 const directories = builds.map(() => mkdtempSync(join(tmpdir(), 'switchyard-side-by-side-')));
 const broadcastTypes = (values.broadcast ?? '').split(',').filter(Boolean);
-const receivers = await startBroadcastReceivers(root, broadcastTypes, loadCpu);
+const receivers = await startBroadcastReceivers(root, broadcastTypes, loadCpu).catch((error: Error) => {
+  for (const directory of directories) rmSync(directory, { recursive: true, force: true });
+  return fail(error.message);
+});
 
 try {
   const upstreamOrigin = await startFakeUpstream(root, loadCpu);

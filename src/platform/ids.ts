@@ -3,7 +3,7 @@ import { hash, randomBytes, randomUUID } from 'node:crypto';
 export const newId = (): string => randomUUID();
 
 /**
- * Random bytes are drawn from a pool refilled 256 ids at a time (as `randomUUID` does): one
+ * Random bytes are drawn from a pool refilled 256 ids at a time (`randomUUID` batches too): one
  * `randomBytes(16)` call per id cost more than the rest of the id (a broadcast generation makes
  * one id per destination on the request thread).
  */
