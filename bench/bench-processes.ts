@@ -93,13 +93,15 @@ export function startPinned(cpu: number | string, args: string[], env: Record<st
   return child;
 }
 
+/** Stops one started child (SIGTERM) and settles once it has exited. */
+export async function stop(child: ChildProcess): Promise<void> {
+  const entry = started.find((candidate) => candidate.child === child);
+  if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+  await entry?.exited;
+}
+
 export async function stopAll(): Promise<void> {
-  await Promise.all(
-    started.map(({ child, exited }) => {
-      if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
-      return exited;
-    }),
-  );
+  await Promise.all(started.map(({ child }) => stop(child)));
 }
 
 export async function waitUntilReady(url: string, child: ChildProcess, name: string): Promise<void> {

@@ -4,7 +4,7 @@
 // it does not delay the load generator's event loop, which times the responses (receivers sharing
 // that loop added their request handling to the latencies measured for broadcasting gateways only).
 import { join } from 'node:path';
-import { freePort, startPinned, waitUntilReady } from './bench-processes.js';
+import { freePort, startPinned, stop, waitUntilReady } from './bench-processes.js';
 
 export interface Receiver {
   type: string;
@@ -68,12 +68,7 @@ export async function startBroadcastReceivers(
   return {
     list: await counts(),
     counts,
-    close: async () => {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      const exited = new Promise((resolve) => child.once('exit', resolve));
-      child.kill('SIGTERM');
-      await exited;
-    },
+    close: () => stop(child),
   };
 }
 

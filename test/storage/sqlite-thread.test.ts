@@ -279,7 +279,7 @@ describe('SQLite thread lifecycle', () => {
     try {
       const script = `
         import { openStorage } from ${JSON.stringify(join(root, 'src/storage/database.ts'))};
-        import { Kysely, sql } from 'kysely';
+        import { sql } from 'kysely';
         const storage = await openStorage({ url: ${JSON.stringify(`sqlite:${join(directory, 'db.sqlite')}`)}, schema: 'main', thread: true });
         const result = await sql\`select 41 + 1 as answer\`.execute(storage.db);
         console.log('answer', result.rows[0].answer);`;
