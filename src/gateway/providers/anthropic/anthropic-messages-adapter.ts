@@ -1,9 +1,9 @@
 import type { AdapterCall, ProviderAdapter } from '../../../spec/provider-adapter.js';
 import type { GenerationResult, StreamPart } from '../../../spec/stream-part.js';
 import { UpstreamError } from '../../../spec/upstream-error.js';
-import { parseUpstreamJson, readServerSentEvents } from '../shared/server-sent-events.js';
+import { parseUpstreamJson } from '../shared/server-sent-events.js';
 import { guardStream } from '../shared/stream-guard.js';
-import { openUpstream, readUpstreamJson, type UpstreamHttp } from '../shared/upstream-http.js';
+import { openUpstream, requestUpstreamJson, type UpstreamHttp } from '../shared/upstream-http.js';
 import {
   type AnthropicErrorView,
   type AnthropicUsageCounts,
@@ -51,13 +51,12 @@ export function createAnthropicMessagesAdapter(options: {
     protocol: 'anthropic-messages',
 
     async generate(call): Promise<GenerationResult> {
-      const response = await openUpstream(options.http, call, {
+      const reply = await requestUpstreamJson(options.http, call, {
         url: url(call),
         headers: headersFor(call),
         body: JSON.stringify(convertToAnthropicMessagesRequest(call.request, { stream: false })),
         signal: call.signal,
       });
-      const reply = await readUpstreamJson(response, call.signal);
       const error = readAnthropicError(reply);
       if (error) throw errorFromEvent(error, JSON.stringify(reply));
       const message = readAnthropicMessage(reply);
@@ -98,7 +97,7 @@ export function createAnthropicMessagesAdapter(options: {
       const body = JSON.stringify(convertToAnthropicMessagesRequest(call.request, { stream: true }));
       const guard = guardStream(call);
       try {
-        const response = await openUpstream(options.http, call, {
+        const events = await openUpstream(options.http, call, {
           url: url(call),
           headers: headersFor(call),
           body,
@@ -113,7 +112,7 @@ export function createAnthropicMessagesAdapter(options: {
         // while Anthropic's block index also counts text and thinking blocks.
         const openCalls = new Map<number, number>();
         let toolCalls = 0;
-        for await (const frame of readServerSentEvents(response.body, guard.signal)) {
+        for await (const frame of events) {
           const event = readAnthropicStreamEvent(parseUpstreamJson(frame.data));
           if (event.type === 'message_start') {
             // Later counts (message_delta) win; this one carries the prompt side.

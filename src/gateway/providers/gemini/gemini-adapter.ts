@@ -2,14 +2,14 @@ import type { AdapterCall, ProviderAdapter } from '../../../spec/provider-adapte
 import type { GenerationResult, StreamPart } from '../../../spec/stream-part.js';
 import { UpstreamError } from '../../../spec/upstream-error.js';
 import { emptyUsage, type Usage } from '../../../spec/usage.js';
-import { parseUpstreamJson, readServerSentEvents } from '../shared/server-sent-events.js';
+import { parseUpstreamJson } from '../shared/server-sent-events.js';
 import { guardStream } from '../shared/stream-guard.js';
 import {
-  errorFromResponse,
+  errorFromText,
   openUpstream,
-  readUpstreamJson,
+  requestUpstreamJson,
   type UpstreamHttp,
-  type UpstreamResponse,
+  type UpstreamText,
 } from '../shared/upstream-http.js';
 import { convertToGeminiRequest } from './convert-to-gemini-request.js';
 import {
@@ -36,11 +36,8 @@ function urlFor(call: AdapterCall, method: 'generateContent' | 'streamGenerateCo
 }
 
 /** A non-2xx reply as an UpstreamError, with the retry delay Google puts in the body, not a header. */
-async function errorFromGeminiResponse(
-  response: UpstreamResponse,
-  signal: AbortSignal,
-): Promise<UpstreamError> {
-  const error = await errorFromResponse(response, signal);
+function errorFromGeminiReply(reply: UpstreamText): UpstreamError {
+  const error = errorFromText(reply);
   const delay = error.retryAfterSeconds ?? readGeminiRetryDelaySeconds(error.raw);
   if (delay === error.retryAfterSeconds) return error;
   return new UpstreamError({
@@ -67,14 +64,13 @@ export function createGeminiAdapter(options: { http: UpstreamHttp }): ProviderAd
     protocol: 'gemini',
 
     async generate(call): Promise<GenerationResult> {
-      const response = await openUpstream(options.http, call, {
+      const reply = await requestUpstreamJson(options.http, call, {
         url: urlFor(call, 'generateContent'),
         headers: headersFor(call),
         body: JSON.stringify(convertToGeminiRequest(call.request)),
         signal: call.signal,
-        toError: errorFromGeminiResponse,
+        toError: errorFromGeminiReply,
       });
-      const reply = await readUpstreamJson(response, call.signal);
       throwIfErrorBody(reply);
       const identity = readGeminiIdentity(reply);
       const usage = readGeminiUsage((reply as Record<string, unknown>).usageMetadata) ?? emptyUsage();
@@ -128,12 +124,12 @@ export function createGeminiAdapter(options: { http: UpstreamHttp }): ProviderAd
       const body = JSON.stringify(convertToGeminiRequest(call.request));
       const guard = guardStream(call);
       try {
-        const response = await openUpstream(options.http, call, {
+        const events = await openUpstream(options.http, call, {
           url: urlFor(call, 'streamGenerateContent?alt=sse'),
           headers: headersFor(call),
           body,
           signal: guard.signal,
-          toError: errorFromGeminiResponse,
+          toError: errorFromGeminiReply,
         });
 
         let usage: Usage | undefined;
@@ -142,7 +138,7 @@ export function createGeminiAdapter(options: { http: UpstreamHttp }): ProviderAd
         let identified = false;
         // Gemini sends each function call whole, in one part, and without an id.
         let toolCalls = 0;
-        for await (const event of readServerSentEvents(response.body, guard.signal)) {
+        for await (const event of events) {
           const chunk = parseUpstreamJson(event.data);
           throwIfErrorBody(chunk);
           if (!identified) {

@@ -3,9 +3,9 @@ import type { AdapterCall, ProviderAdapter } from '../../../spec/provider-adapte
 import type { GenerationResult, StreamPart } from '../../../spec/stream-part.js';
 import { UpstreamError } from '../../../spec/upstream-error.js';
 import { emptyUsage, type Usage } from '../../../spec/usage.js';
-import { parseUpstreamJson, readServerSentEvents } from '../shared/server-sent-events.js';
+import { parseUpstreamJson } from '../shared/server-sent-events.js';
 import { guardStream } from '../shared/stream-guard.js';
-import { openUpstream, readUpstreamJson, type UpstreamHttp } from '../shared/upstream-http.js';
+import { openUpstream, requestUpstreamJson, type UpstreamHttp } from '../shared/upstream-http.js';
 import { convertToOpenAiChatRequest, type OpenAiChatOptions } from './convert-to-openai-chat-request.js';
 import { mapOpenAiFinishReason } from './map-openai-finish-reason.js';
 import {
@@ -44,13 +44,12 @@ export function createOpenAiChatAdapter(
     protocol: 'openai-chat',
 
     async generate(call): Promise<GenerationResult> {
-      const response = await openUpstream(options.http, call, {
+      const reply = await requestUpstreamJson(options.http, call, {
         url: url(call),
         headers: headersFor(call),
         body: JSON.stringify(convertToOpenAiChatRequest(call.request, { ...settings, stream: false })),
         signal: call.signal,
       });
-      const reply = await readUpstreamJson(response, call.signal);
       const error = readOpenAiStreamError(reply);
       if (error) throw new UpstreamError({ message: error.message, kind: 'http', status: error.code ?? 502 });
       const choice = readOpenAiChoice(reply, 'message');
@@ -88,7 +87,7 @@ export function createOpenAiChatAdapter(
       const body = JSON.stringify(convertToOpenAiChatRequest(call.request, { ...settings, stream: true }));
       const guard = guardStream(call);
       try {
-        const response = await openUpstream(options.http, call, {
+        const events = await openUpstream(options.http, call, {
           url: url(call),
           headers: headersFor(call),
           body,
@@ -100,7 +99,7 @@ export function createOpenAiChatAdapter(
         let sawDone = false;
         let identified = false;
         const openCalls = new Map<number, { id: string; name: string }>();
-        for await (const event of readServerSentEvents(response.body, guard.signal)) {
+        for await (const event of events) {
           if (event.data === '[DONE]') {
             sawDone = true;
             break;

@@ -1,7 +1,7 @@
 import type { EmbedCall, EmbeddingRequest, EmbeddingResult } from '../../../spec/embedding.js';
 import { UpstreamError } from '../../../spec/upstream-error.js';
 import { emptyUsage } from '../../../spec/usage.js';
-import { errorFromResponse, readUpstreamJson, type UpstreamHttp } from '../shared/upstream-http.js';
+import { requestUpstreamJson, type UpstreamHttp } from '../shared/upstream-http.js';
 import { readOpenAiStreamError, readOpenAiUsage } from './openai-chat-api.js';
 
 export interface OpenAiEmbeddingsOptions {
@@ -78,8 +78,7 @@ export function readOpenAiEmbeddings(reply: unknown, inputCount: number): Embedd
 }
 
 /**
- * One `POST {baseUrl}/embeddings` call. It posts through `http` directly rather than
- * `openUpstream`, whose signature wants a generation call, but maps failures the same way.
+ * One `POST {baseUrl}/embeddings` call, read whole like a non-streamed generation.
  */
 export async function embedWithOpenAi(options: {
   http: UpstreamHttp;
@@ -88,16 +87,12 @@ export async function embedWithOpenAi(options: {
   settings: OpenAiEmbeddingsOptions;
 }): Promise<EmbeddingResult> {
   const { call } = options;
-  const response = await options.http.post({
+  const reply = await requestUpstreamJson(options.http, call, {
     url: `${call.target.baseUrl.replace(/\/+$/, '')}/embeddings`,
     headers: options.headers,
     body: JSON.stringify(convertToOpenAiEmbeddingsRequest(call.request, options.settings)),
     signal: call.signal,
-    headersTimeoutMs: call.timeouts.headersMs,
-    idleTimeoutMs: call.timeouts.idleMs,
   });
-  if (response.status >= 400) throw await errorFromResponse(response, call.signal);
-  const reply = await readUpstreamJson(response, call.signal);
   const error = readOpenAiStreamError(reply);
   if (error) throw new UpstreamError({ message: error.message, kind: 'http', status: error.code ?? 502 });
   return readOpenAiEmbeddings(reply, call.request.input.length);

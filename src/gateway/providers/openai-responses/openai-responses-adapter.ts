@@ -2,9 +2,9 @@ import type { AdapterCall, ProviderAdapter } from '../../../spec/provider-adapte
 import type { GenerationResult, StreamPart } from '../../../spec/stream-part.js';
 import { UpstreamError } from '../../../spec/upstream-error.js';
 import { emptyUsage } from '../../../spec/usage.js';
-import { parseUpstreamJson, readServerSentEvents } from '../shared/server-sent-events.js';
+import { parseUpstreamJson } from '../shared/server-sent-events.js';
 import { guardStream } from '../shared/stream-guard.js';
-import { openUpstream, readUpstreamJson, type UpstreamHttp } from '../shared/upstream-http.js';
+import { openUpstream, requestUpstreamJson, type UpstreamHttp } from '../shared/upstream-http.js';
 import { convertToOpenAiResponsesRequest } from './convert-to-openai-responses-request.js';
 import {
   mapOpenAiResponsesFinishReason,
@@ -55,13 +55,12 @@ export function createOpenAiResponsesAdapter(options: { http: UpstreamHttp }): P
     protocol: 'openai-responses',
 
     async generate(call): Promise<GenerationResult> {
-      const response = await openUpstream(options.http, call, {
+      const json = await requestUpstreamJson(options.http, call, {
         url: url(call),
         headers: headersFor(call),
         body: JSON.stringify(convertToOpenAiResponsesRequest(call.request, { stream: false })),
         signal: call.signal,
       });
-      const json = await readUpstreamJson(response, call.signal);
       const reply = readOpenAiResponse(json);
       if (!reply) {
         throw new UpstreamError({
@@ -111,7 +110,7 @@ export function createOpenAiResponsesAdapter(options: { http: UpstreamHttp }): P
       const body = JSON.stringify(convertToOpenAiResponsesRequest(call.request, { stream: true }));
       const guard = guardStream(call);
       try {
-        const response = await openUpstream(options.http, call, {
+        const events = await openUpstream(options.http, call, {
           url: url(call),
           headers: headersFor(call),
           body,
@@ -131,7 +130,7 @@ export function createOpenAiResponsesAdapter(options: { http: UpstreamHttp }): P
           (outputIndex !== undefined ? callsByOutput.get(outputIndex) : undefined);
         let reasoningSection: string | undefined;
 
-        for await (const frame of readServerSentEvents(response.body, guard.signal)) {
+        for await (const frame of events) {
           const event = readOpenAiResponsesStreamEvent(parseUpstreamJson(frame.data));
           if ('response' in event && !identified) {
             identified = true;

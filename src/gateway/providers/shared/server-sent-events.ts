@@ -1,24 +1,18 @@
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
 import { UpstreamError } from '../../../spec/upstream-error.js';
-import { toUpstreamError, type UpstreamResponse } from './upstream-http.js';
 
-/**
- * The events of an SSE body, as an async iterator over plain objects (no web streams). Parsing is
- * eventsource-parser's; a body that ends mid-event just ends, and the adapter decides whether the
- * stream was complete.
- */
 /** Largest single SSE event accepted from an upstream. */
 const MAX_EVENT_BYTES = 4 * 1024 * 1024;
 
-export async function* readServerSentEvents(
-  body: UpstreamResponse['body'],
-  signal: AbortSignal,
-): AsyncGenerator<EventSourceMessage> {
-  const pending: EventSourceMessage[] = [];
+/**
+ * An SSE body's bytes in, its events out, chunk by chunk (eventsource-parser's parsing; UTF-8
+ * sequences split across chunks are joined). `feed` throws an UpstreamError for an event over
+ * MAX_EVENT_BYTES: an upstream that sends megabytes without an event boundary is broken (or
+ * hostile), and without a bound the buffer would grow for as long as it keeps sending.
+ */
+export function createServerSentEventReader(onEvent: (event: EventSourceMessage) => void) {
   const parser = createParser({
-    onEvent: (event) => pending.push(event),
-    // An upstream that sends megabytes without an event boundary is broken (or hostile); without a
-    // bound the buffer would grow for as long as it keeps sending.
+    onEvent,
     maxBufferSize: MAX_EVENT_BYTES,
     onError: (error) => {
       if (error.type === 'max-buffer-size-exceeded') {
@@ -30,18 +24,7 @@ export async function* readServerSentEvents(
     },
   });
   const decoder = new TextDecoder();
-  try {
-    for await (const chunk of body) {
-      parser.feed(decoder.decode(chunk as Buffer, { stream: true }));
-      while (pending.length > 0) yield pending.shift() as EventSourceMessage;
-    }
-  } catch (error) {
-    if (error instanceof UpstreamError) throw error;
-    throw toUpstreamError(error, signal);
-  } finally {
-    // Stopping early (client gone, first-token timeout) must release the upstream connection.
-    if (!body.destroyed) body.destroy();
-  }
+  return (chunk: Buffer) => parser.feed(decoder.decode(chunk, { stream: true }));
 }
 
 /** JSON.parse for foreign input: a parse failure is the upstream's fault, reported as such. */

@@ -1,0 +1,199 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import {
+  createUpstreamHttp,
+  openUpstream,
+  requestUpstreamJson,
+  type UpstreamPost,
+} from '../../../src/gateway/providers/shared/upstream-http.js';
+import { UpstreamError } from '../../../src/spec/upstream-error.js';
+import { startFakeUpstream } from '../../helpers/fake-upstream.js';
+
+const timeouts = { headersMs: 5_000, firstTokenMs: 5_000, idleMs: 5_000 };
+
+describe('the upstream HTTP client against a fake upstream', () => {
+  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  // One connection per origin: a call that did not give its connection back blocks the next one.
+  const http = createUpstreamHttp({ connectionsPerOrigin: 1 });
+  const post = (overrides: Partial<UpstreamPost> = {}): UpstreamPost => ({
+    url: `${upstream.url}/v1/chat/completions?alt=sse`,
+    headers: { authorization: 'Bearer test' },
+    body: '{"model":"m"}',
+    signal: new AbortController().signal,
+    headersTimeoutMs: 5_000,
+    idleTimeoutMs: 5_000,
+    ...overrides,
+  });
+
+  before(async () => {
+    upstream = await startFakeUpstream();
+  });
+  after(async () => {
+    await http.close();
+    await upstream.close();
+  });
+
+  it('sends the path with its query, the headers and the body', async () => {
+    upstream.handle((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":true}');
+    });
+    const reply = await http.postForText(post());
+    assert.deepEqual({ status: reply.status, text: reply.text }, { status: 200, text: '{"ok":true}' });
+    const seen = upstream.requests.at(-1);
+    assert.equal(seen?.url, '/v1/chat/completions?alt=sse');
+    assert.equal(seen?.headers.authorization, 'Bearer test');
+    assert.equal(seen?.headers['content-type'], 'application/json');
+    assert.deepEqual(seen?.body, { model: 'm' });
+  });
+
+  it('reads a stream read slower than it arrives whole and in order (the socket pauses and resumes)', async () => {
+    const count = 20_000; // ~300 KB: many socket reads, each past the queue's bound
+    upstream.handle((_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      let text = '';
+      for (let index = 0; index < count; index += 1) text += `data: {"n":${index}}\n\n`;
+      response.end(text);
+    });
+    // A socket left paused would stall the stream: the signal fails it instead of hanging the test.
+    const events = await openUpstream(http, { timeouts }, post({ signal: AbortSignal.timeout(5_000) }));
+    const seen: number[] = [];
+    for await (const event of events) {
+      seen.push((JSON.parse(event.data) as { n: number }).n);
+      if (seen.length % 1_000 === 0) await new Promise((resolve) => setTimeout(resolve, 1));
+    }
+    assert.equal(seen.length, count);
+    assert.ok(
+      seen.every((n, index) => n === index),
+      'events in order',
+    );
+  });
+
+  it('joins an event and a UTF-8 character split across chunks', async () => {
+    upstream.handle(async (_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      const bytes = Buffer.from('data: {"text":"héllo ✓"}\n\n', 'utf8');
+      const cut = bytes.indexOf(0xc3) + 1; // inside the two bytes of "é"
+      response.write(bytes.subarray(0, cut));
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      response.end(bytes.subarray(cut));
+    });
+    const events = await openUpstream(http, { timeouts }, post());
+    const data: string[] = [];
+    for await (const event of events) data.push(event.data);
+    assert.deepEqual(data, ['{"text":"héllo ✓"}']);
+  });
+
+  it('gives the connection back when the reader stops early', async () => {
+    upstream.handle((request, response) => {
+      if (request.url.startsWith('/endless')) {
+        response.writeHead(200, { 'content-type': 'text/event-stream' });
+        const timer = setInterval(() => response.write('data: {}\n\n'), 5);
+        response.on('close', () => clearInterval(timer));
+        return;
+      }
+      response.writeHead(200, { 'content-type': 'application/json' }).end('{"after":true}');
+    });
+    const events = await openUpstream(http, { timeouts }, post({ url: `${upstream.url}/endless` }));
+    let read = 0;
+    for await (const _event of events) {
+      read += 1;
+      if (read === 3) break;
+    }
+    // With one connection per origin, this waits until it times out unless the stream's connection
+    // was freed.
+    const json = await requestUpstreamJson(http, { timeouts }, post({ signal: AbortSignal.timeout(2_000) }));
+    assert.deepEqual(json, { after: true });
+  });
+
+  it('fails a call still waiting for a connection as soon as it is aborted', async () => {
+    upstream.handle((request, response) => {
+      if (request.url.startsWith('/hang')) return; // never answers
+      response.writeHead(200).end('{}');
+    });
+    const hanging = new AbortController();
+    const first = http.postForText(post({ url: `${upstream.url}/hang`, signal: hanging.signal }));
+    const waiting = new AbortController();
+    const second = http.postForText(post({ signal: waiting.signal }));
+    const startedAt = performance.now();
+    setTimeout(() => waiting.abort(), 20);
+    const failed = await second.catch((caught: unknown) => caught);
+    assert.ok(failed instanceof UpstreamError && failed.kind === 'aborted', String(failed));
+    assert.ok(performance.now() - startedAt < 1_000, 'failed without waiting for the connection');
+    hanging.abort();
+    assert.equal(((await first.catch((caught: unknown) => caught)) as UpstreamError).kind, 'aborted');
+    // The pool still works afterwards.
+    assert.equal((await http.postForText(post())).status, 200);
+  });
+
+  it('turns a non-2xx answer to a streamed call into an UpstreamError with its message and retry hint', async () => {
+    upstream.handle((_request, response) => {
+      response
+        .writeHead(429, { 'content-type': 'application/json', 'retry-after': '7' })
+        .end('{"error":{"message":"slow down"}}');
+    });
+    const failed = await openUpstream(http, { timeouts }, post()).catch((caught: unknown) => caught);
+    assert.ok(failed instanceof UpstreamError, String(failed));
+    assert.deepEqual(
+      {
+        message: failed.message,
+        status: failed.status,
+        retry: failed.retryAfterSeconds,
+        retryable: failed.retryable,
+      },
+      { message: 'slow down', status: 429, retry: 7, retryable: true },
+    );
+  });
+
+  it('refuses a non-streamed reply over its cap and an SSE event over its cap', async () => {
+    upstream.handle((_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      // 5 MB without an event boundary.
+      const block = 'x'.repeat(1024 * 1024);
+      response.write('data: ');
+      for (let index = 0; index < 5; index += 1) response.write(block);
+      response.end('\n\n');
+    });
+    const events = await openUpstream(http, { timeouts }, post());
+    const failed = await (async () => {
+      for await (const _event of events) {
+        // nothing arrives before the failure
+      }
+    })().catch((caught: unknown) => caught);
+    assert.ok(failed instanceof UpstreamError && failed.kind === 'invalid-response', String(failed));
+    assert.match(failed.message, /larger than/);
+    // The connection was given back.
+    upstream.handle((_request, response) => {
+      response.writeHead(200).end('{"fine":1}');
+    });
+    assert.deepEqual(
+      await requestUpstreamJson(http, { timeouts }, post({ signal: AbortSignal.timeout(2_000) })),
+      { fine: 1 },
+    );
+  });
+
+  it('maps a reply cut mid-stream to a retryable connection failure', async () => {
+    upstream.handle((_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.write('data: {"n":1}\n\ndata: {"n":');
+      setTimeout(() => response.socket?.destroy(), 20);
+    });
+    const events = await openUpstream(http, { timeouts }, post());
+    const data: string[] = [];
+    const failed = await (async () => {
+      for await (const event of events) data.push(event.data);
+    })().catch((caught: unknown) => caught);
+    assert.deepEqual(data, ['{"n":1}'], 'the whole event before the cut arrives');
+    assert.ok(failed instanceof UpstreamError && failed.retryable, String(failed));
+  });
+
+  it('maps an unreachable upstream and an unsupported URL to connection failures', async () => {
+    const refused = await http
+      .postForText(post({ url: 'http://127.0.0.1:1/v1' }))
+      .catch((caught: unknown) => caught);
+    assert.ok(refused instanceof UpstreamError && refused.kind === 'connection', String(refused));
+    const unsupported = await http
+      .postForText(post({ url: 'ftp://example.com/v1' }))
+      .catch((caught: unknown) => caught);
+    assert.ok(unsupported instanceof UpstreamError && unsupported.kind === 'connection', String(unsupported));
+  });
+});
