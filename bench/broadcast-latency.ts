@@ -172,6 +172,8 @@ try {
       upstreamOrigin,
       directory,
       configRoot: contender.configRoot,
+      // BENCH_GATEWAY_NODE_ARGS adds node flags to every gateway, e.g. "--cpu-prof --cpu-prof-dir=/tmp/prof".
+      nodeArgs: (process.env.BENCH_GATEWAY_NODE_ARGS ?? '').split(/\s+/).filter(Boolean),
     }).catch((error: Error) => fail(`${contender.name}: ${error.message}`));
     if (contender.broadcast) {
       const problem = await enableBroadcast(
