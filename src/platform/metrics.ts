@@ -1,6 +1,7 @@
 import type { FastifyInstance } from 'fastify';
-import { Counter, collectDefaultMetrics, Histogram, Registry } from 'prom-client';
+import { Counter, collectDefaultMetrics, Registry } from 'prom-client';
 import type { GenerationRecordInput } from '../billing/generation-log.js';
+import { LabelledCounter, LabelledHistogram } from './labelled-metrics.js';
 
 /**
  * Prometheus metrics of one app: requests by route template and status, and a latency histogram.
@@ -9,28 +10,40 @@ import type { GenerationRecordInput } from '../billing/generation-log.js';
 export function installMetrics(app: FastifyInstance): Registry {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'switchyard_' });
-  const requests = new Counter({
+  // Counted on every request: the request path's own counters (src/platform/labelled-metrics.ts).
+  const requests = new LabelledCounter({
     name: 'switchyard_http_requests_total',
     help: 'HTTP requests by method, route template and status',
-    labelNames: ['method', 'route', 'status'] as const,
-    registers: [registry],
+    labelNames: ['method', 'route', 'status'],
+    registry,
   });
-  const duration = new Histogram({
+  const duration = new LabelledHistogram({
     name: 'switchyard_http_request_duration_seconds',
     help: 'HTTP request latency by method and route template',
-    labelNames: ['method', 'route'] as const,
+    labelNames: ['method', 'route'],
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
-    registers: [registry],
+    registry,
   });
   // Callback style: an async hook would cost every request a promise.
   app.addHook('onResponse', (request, reply, done) => {
     // The template, never the raw URL, keeps label cardinality bounded; unknown routes share one label.
     const route = request.routeOptions.url ?? 'unmatched';
-    requests.inc({ method: request.method, route, status: String(reply.statusCode) });
-    duration.observe({ method: request.method, route }, reply.elapsedTime / 1000);
+    requests.inc([request.method, route, statusText(reply.statusCode)]);
+    duration.observe([request.method, route], reply.elapsedTime / 1000);
     done();
   });
   return registry;
+}
+
+const statusTexts = new Map<number, string>();
+/** A status code's label, converted once per code. */
+function statusText(status: number): string {
+  let text = statusTexts.get(status);
+  if (text === undefined) {
+    text = String(status);
+    if (statusTexts.size < 1_000) statusTexts.set(status, text);
+  }
+  return text;
 }
 
 /**
@@ -39,31 +52,31 @@ export function installMetrics(app: FastifyInstance): Registry {
  * their number stays bounded whatever clients send.
  */
 export function createGenerationMetrics(registry: Registry): (record: GenerationRecordInput) => void {
-  const generations = new Counter({
+  const generations = new LabelledCounter({
     name: 'switchyard_generations_total',
     help: 'Generations by provider, model and final status',
-    labelNames: ['provider', 'model', 'status'] as const,
-    registers: [registry],
+    labelNames: ['provider', 'model', 'status'],
+    registry,
   });
-  const cost = new Counter({
+  const cost = new LabelledCounter({
     name: 'switchyard_generation_cost_usd_total',
     help: 'What generations cost, in USD, by provider and model',
-    labelNames: ['provider', 'model'] as const,
-    registers: [registry],
+    labelNames: ['provider', 'model'],
+    registry,
   });
-  const firstToken = new Histogram({
+  const firstToken = new LabelledHistogram({
     name: 'switchyard_generation_first_token_seconds',
     help: 'Time from the request to the first output, by provider',
-    labelNames: ['provider'] as const,
+    labelNames: ['provider'],
     buckets: [0.05, 0.1, 0.25, 0.5, 1, 2, 5, 10, 30, 60],
-    registers: [registry],
+    registry,
   });
   return (record) => {
     const provider = record.provider_slug ?? 'none';
     const model = record.model ?? 'none';
-    generations.inc({ provider, model, status: record.status });
-    if (record.cost_nanos > 0) cost.inc({ provider, model }, record.cost_nanos / 1e9);
-    if (record.first_token_ms !== null) firstToken.observe({ provider }, record.first_token_ms / 1000);
+    generations.inc([provider, model, record.status]);
+    if (record.cost_nanos > 0) cost.inc([provider, model], record.cost_nanos / 1e9);
+    if (record.first_token_ms !== null) firstToken.observe([provider], record.first_token_ms / 1000);
   };
 }
 
