@@ -1,3 +1,4 @@
+import type { CancelSignal } from './cancel-signal.js';
 import type { Timeouts, UpstreamTarget } from './provider-adapter.js';
 import type { Usage } from './usage.js';
 
@@ -40,7 +41,7 @@ export interface EmbeddingResult {
 export interface EmbedCall {
   request: EmbeddingRequest;
   target: UpstreamTarget;
-  signal: AbortSignal;
+  signal: CancelSignal;
   /** `headersMs` bounds the wait for the reply and `idleMs` the gaps while reading it; no stream. */
   timeouts: Timeouts;
 }

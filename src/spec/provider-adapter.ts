@@ -1,3 +1,4 @@
+import type { CancelSignal } from './cancel-signal.js';
 import type { EmbedCall, EmbeddingResult } from './embedding.js';
 import type { GenerationRequest } from './generation-request.js';
 import type { GenerationResult, StreamPart } from './stream-part.js';
@@ -23,7 +24,7 @@ export interface Timeouts {
 export interface AdapterCall {
   request: GenerationRequest;
   target: UpstreamTarget;
-  signal: AbortSignal;
+  signal: CancelSignal;
   timeouts: Timeouts;
 }
 

@@ -3,6 +3,7 @@ import type { FastifyError, FastifyInstance, FastifyReply, FastifyRequest } from
 import { AppError } from '../../errors/app-error.js';
 import { renderError } from '../../errors/error-renderer.js';
 import { errorTypeForStatus } from '../../errors/error-types.js';
+import { Cancellation } from '../../platform/cancellation.js';
 import {
   failureFromAppError,
   type GenerationContext,
@@ -75,7 +76,7 @@ function contextFor(
   parsed: ParsedRequest,
   startedAt: number,
 ): GenerationContext {
-  const abort = new AbortController();
+  const abort = new Cancellation();
   reply.raw.on('close', () => {
     if (!reply.raw.writableFinished) abort.abort();
   });
@@ -84,7 +85,7 @@ function contextFor(
     apiType,
     parsed,
     withMetadata: wantsMetadata(request),
-    signal: abort.signal,
+    signal: abort,
     startedAt,
     appReferer: headerText(request.headers['http-referer'] ?? request.headers.referer),
     appTitle: headerText(request.headers['x-title']),

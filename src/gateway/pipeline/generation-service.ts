@@ -21,6 +21,7 @@ import type { Config } from '../../config/config-schema.js';
 import { AppError, errorKinds } from '../../errors/app-error.js';
 import { errorTypeForStatus } from '../../errors/error-types.js';
 import type { Clock } from '../../platform/clock.js';
+import type { CancelSignal } from '../../spec/cancel-signal.js';
 import type { EmbeddingRequest, EmbeddingResult } from '../../spec/embedding.js';
 import type { GenerationRequest } from '../../spec/generation-request.js';
 import type { Timeouts } from '../../spec/provider-adapter.js';
@@ -52,7 +53,7 @@ export interface GenerationContext {
   /** Whether the client asked for `switchyard_metadata`. */
   withMetadata: boolean;
   /** Fires when the client goes away: the upstream call is aborted and what was produced is billed. */
-  signal: AbortSignal;
+  signal: CancelSignal;
   /** performance.now() when the request arrived. */
   startedAt: number;
   appReferer: string | null;
@@ -723,7 +724,7 @@ export function createGenerationService(options: {
   async function firstThatStarts<T>(
     context: GenerationContext,
     prepared: Prepared,
-    start: (candidate: Candidate, call: { signal: AbortSignal }) => Promise<T>,
+    start: (candidate: Candidate, call: { signal: CancelSignal }) => Promise<T>,
   ): Promise<{ candidate: Candidate; started: T; reservation: Reservation; attemptStart: number }> {
     let last: GenerationFailure | null = null;
     let skipModel: string | null = null;

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { CancelSignal } from '../../../spec/cancel-signal.js';
 import type { EmbedCall, EmbeddingResult } from '../../../spec/embedding.js';
 import type { InputItem } from '../../../spec/generation-request.js';
 import type { AdapterCall, ProviderAdapter } from '../../../spec/provider-adapter.js';
@@ -67,7 +68,7 @@ function usageFor(call: AdapterCall, output: string): Usage {
   };
 }
 
-const wait = (ms: number, signal: AbortSignal) =>
+const wait = (ms: number, signal: CancelSignal) =>
   new Promise<void>((resolve, reject) => {
     const timer = setTimeout(resolve, ms);
     signal.addEventListener(

@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { EventSourceMessage } from 'eventsource-parser';
 import { Agent, type Dispatcher, errors } from 'undici';
+import type { CancelSignal } from '../../../spec/cancel-signal.js';
 import type { AdapterCall } from '../../../spec/provider-adapter.js';
 import { UpstreamError } from '../../../spec/upstream-error.js';
 import { createServerSentEventReader, parseUpstreamJson } from './server-sent-events.js';
@@ -24,7 +25,7 @@ export interface UpstreamPost {
   url: string;
   headers: Record<string, string>;
   body: string;
-  signal: AbortSignal;
+  signal: CancelSignal;
   headersTimeoutMs: number;
   idleTimeoutMs: number;
 }
@@ -71,8 +72,11 @@ export function createUpstreamHttp(options: { connectionsPerOrigin?: number } = 
     const { signal } = call;
     const target = targetOf(call.url);
     let controller: Dispatcher.DispatchController | null = null;
+    // The error undici is aborted with only ends the call: toUpstreamError reads the signal's reason.
+    const aborted = () =>
+      signal.reason instanceof Error ? signal.reason : new Error('The request was aborted');
     const onAbort = () => {
-      if (controller) controller.abort(signal.reason);
+      if (controller) controller.abort(aborted());
       else onAbortBeforeStart(signal.reason);
     };
     signal.addEventListener('abort', onAbort, { once: true });
@@ -89,7 +93,7 @@ export function createUpstreamHttp(options: { connectionsPerOrigin?: number } = 
       {
         onRequestStart(started) {
           controller = started;
-          if (signal.aborted) started.abort(signal.reason);
+          if (signal.aborted) started.abort(aborted());
         },
         onResponseStart: handler.onResponseStart,
         onResponseData: handler.onResponseData,
@@ -336,7 +340,7 @@ function targetOf(url: string): { origin: string; path: string } {
 }
 
 /** undici's errors, in the canonical vocabulary. */
-export function toUpstreamError(error: unknown, signal?: AbortSignal): UpstreamError {
+export function toUpstreamError(error: unknown, signal?: CancelSignal): UpstreamError {
   if (error instanceof UpstreamError) return error;
   if (signal?.aborted) {
     const reason = signal.reason;
@@ -404,7 +408,7 @@ export async function openUpstream(
     url: string;
     headers: Record<string, string>;
     body: string;
-    signal: AbortSignal;
+    signal: CancelSignal;
     toError?: (reply: UpstreamText) => UpstreamError;
   },
 ): Promise<AsyncGenerator<EventSourceMessage>> {
@@ -432,7 +436,7 @@ export async function requestUpstreamJson(
     url: string;
     headers: Record<string, string>;
     body: string;
-    signal: AbortSignal;
+    signal: CancelSignal;
     toError?: (reply: UpstreamText) => UpstreamError;
   },
 ): Promise<unknown> {
