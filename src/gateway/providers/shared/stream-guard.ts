@@ -1,3 +1,5 @@
+import { Cancellation } from '../../../platform/cancellation.js';
+import type { CancelSignal } from '../../../spec/cancel-signal.js';
 import type { AdapterCall } from '../../../spec/provider-adapter.js';
 import { UpstreamError } from '../../../spec/upstream-error.js';
 
@@ -8,7 +10,7 @@ import { UpstreamError } from '../../../spec/upstream-error.js';
  * belongs to the stream the client is already reading and arrives as an `error` part.
  */
 export function guardStream(call: AdapterCall) {
-  const controller = new AbortController();
+  const controller = new Cancellation();
   const onAbort = () => controller.abort(call.signal.reason);
   if (call.signal.aborted) controller.abort(call.signal.reason);
   else call.signal.addEventListener('abort', onAbort, { once: true });
@@ -24,7 +26,7 @@ export function guardStream(call: AdapterCall) {
   );
   let started = false;
   return {
-    signal: controller.signal,
+    signal: controller as CancelSignal,
     /** Whether output (text, reasoning, a tool call) has been emitted. */
     get started() {
       return started;
@@ -41,10 +43,10 @@ export function guardStream(call: AdapterCall) {
      * disguised as a retryable connection error.
      */
     failure(error: unknown): UpstreamError {
-      const reason = controller.signal.reason;
-      if (controller.signal.aborted && reason instanceof UpstreamError) return reason;
+      const reason = controller.reason;
+      if (controller.aborted && reason instanceof UpstreamError) return reason;
       if (error instanceof UpstreamError) return error;
-      if (controller.signal.aborted)
+      if (controller.aborted)
         return new UpstreamError({ message: 'The request was aborted', kind: 'aborted' });
       throw error;
     },
