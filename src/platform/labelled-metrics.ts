@@ -87,7 +87,10 @@ export class LabelledCounter extends LabelledMetric<{ value: number }> {
       help: this.help,
       type: this.type,
       aggregator: this.aggregator,
-      values: [...this.entries.values()].map(({ labels, entry }) => ({ labels, value: entry.value })),
+      values: [...this.entries.values()].map(({ labels, entry }) => ({
+        labels: { ...labels },
+        value: entry.value,
+      })),
     };
   }
 }
@@ -133,8 +136,9 @@ export class LabelledHistogram extends LabelledMetric<{ counts: Float64Array; su
         labels: { le: '+Inf', ...labels },
         value: entry.count,
       });
-      values.push({ metricName: `${this.name}_sum`, labels, value: entry.sum });
-      values.push({ metricName: `${this.name}_count`, labels, value: entry.count });
+      // Copies: a reader of getMetricsAsJSON may change what it gets without touching the entries.
+      values.push({ metricName: `${this.name}_sum`, labels: { ...labels }, value: entry.sum });
+      values.push({ metricName: `${this.name}_count`, labels: { ...labels }, value: entry.count });
     }
     return { name: this.name, help: this.help, type: this.type, aggregator: this.aggregator, values };
   }

@@ -144,6 +144,58 @@ describe('the upstream HTTP client against a fake upstream', () => {
     );
   });
 
+  it('reads past an informational 103 to the real answer, streamed or not, success or error', async () => {
+    upstream.handle((request, response) => {
+      response.writeEarlyHints({ link: '</style.css>; rel=preload; as=style' });
+      if (request.url.startsWith('/refused')) {
+        response.writeHead(429, { 'retry-after': '3' }).end('{"error":{"message":"later"}}');
+      } else if (request.url.startsWith('/stream')) {
+        response.writeHead(200, { 'content-type': 'text/event-stream' }).end('data: {"n":1}\n\n');
+      } else {
+        response.writeHead(200, { 'content-type': 'application/json' }).end('{"ok":1}');
+      }
+    });
+    const signal = () => AbortSignal.timeout(2_000);
+    assert.deepEqual(await requestUpstreamJson(http, { timeouts }, post({ signal: signal() })), { ok: 1 });
+    const events = await openUpstream(
+      http,
+      { timeouts },
+      post({ url: `${upstream.url}/stream`, signal: signal() }),
+    );
+    const data: string[] = [];
+    for await (const event of events) data.push(event.data);
+    assert.deepEqual(data, ['{"n":1}']);
+    for (const read of [
+      () => openUpstream(http, { timeouts }, post({ url: `${upstream.url}/refused`, signal: signal() })),
+      () =>
+        requestUpstreamJson(http, { timeouts }, post({ url: `${upstream.url}/refused`, signal: signal() })),
+    ]) {
+      const failed = await read().catch((caught: unknown) => caught);
+      assert.ok(failed instanceof UpstreamError, String(failed));
+      assert.deepEqual([failed.status, failed.message, failed.retryAfterSeconds], [429, 'later', 3]);
+    }
+  });
+
+  it('keeps the status and Retry-After of an error answer whose body is cut', async () => {
+    upstream.handle((_request, response) => {
+      response.writeHead(503, {
+        'content-type': 'application/json',
+        'content-length': '400',
+        'retry-after': '9',
+      });
+      response.write('{"error":{"mess');
+      setTimeout(() => response.socket?.destroy(), 20);
+    });
+    for (const read of [
+      () => openUpstream(http, { timeouts }, post()),
+      () => requestUpstreamJson(http, { timeouts }, post()),
+    ]) {
+      const failed = await read().catch((caught: unknown) => caught);
+      assert.ok(failed instanceof UpstreamError && failed.kind === 'http', String(failed));
+      assert.deepEqual([failed.status, failed.retryAfterSeconds, failed.raw], [503, 9, '']);
+    }
+  });
+
   it('refuses a non-streamed reply over its cap and an SSE event over its cap', async () => {
     upstream.handle((_request, response) => {
       response.writeHead(200, { 'content-type': 'text/event-stream' });

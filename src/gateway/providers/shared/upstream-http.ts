@@ -95,7 +95,10 @@ export function createUpstreamHttp(options: { connectionsPerOrigin?: number } = 
           controller = started;
           if (signal.aborted) started.abort(aborted());
         },
-        onResponseStart: handler.onResponseStart,
+        // An informational 1xx (103 Early Hints) comes before the real answer: not the reply.
+        onResponseStart(current, status, headers, message) {
+          if (status >= 200) handler.onResponseStart(current, status, headers, message);
+        },
         onResponseData: handler.onResponseData,
         onResponseEnd(current, trailers) {
           signal.removeEventListener('abort', onAbort);
@@ -137,7 +140,7 @@ export function createUpstreamHttp(options: { connectionsPerOrigin?: number } = 
             onResponseData: (controller, chunk) => reading.data(controller, chunk),
             onResponseEnd: () => settle({ reply: reading.reply() }),
             onResponseError: (_controller, error) =>
-              settle(reading.truncated ? { reply: reading.reply() } : { error }),
+              settle(reading.answeredError() ? { reply: reading.reply() } : { error }),
           },
           (reason) => settle({ error: reason }),
         );
@@ -199,6 +202,11 @@ export function createUpstreamHttp(options: { connectionsPerOrigin?: number } = 
                   paused = false;
                   controller?.resume();
                 }
+              } else if (head >= 1_024 && head * 2 >= queue.length) {
+                // Read events are let go in blocks, so a reader that always lags a little behind
+                // does not keep a long stream whole.
+                queue.splice(0, head);
+                head = 0;
               }
               yield event;
             } else if (failure !== null) {
@@ -257,7 +265,7 @@ export function createUpstreamHttp(options: { connectionsPerOrigin?: number } = 
               }
             },
             onResponseError(_controller, error) {
-              if (reading?.truncated) open({ reply: reading.reply() });
+              if (reading?.answeredError()) open({ reply: reading.reply() });
               else fail(error);
             },
           },
@@ -286,8 +294,15 @@ function readWhole(limit: number) {
   let headers: IncomingHttpHeaders = {};
   let truncated = false;
   return {
-    get truncated() {
-      return truncated;
+    /**
+     * Whether the call failed after an error status arrived (its body over the cap, or cut): it
+     * answers with that status and no text, as the status and its Retry-After say what matters.
+     */
+    answeredError(): boolean {
+      if (status < 400) return false;
+      chunks.length = 0;
+      truncated = true;
+      return true;
     },
     start(statusCode: number, responseHeaders: IncomingHttpHeaders) {
       status = statusCode;
@@ -399,7 +414,9 @@ export function errorFromText(reply: UpstreamText): UpstreamError {
  * it answered 2xx; a non-2xx answer becomes the adapter's UpstreamError (`toError` reads a
  * provider's own error shape where the generic reader is not enough). The events end when the body
  * does (the adapter decides whether the stream was complete); a failure while reading them is an
- * UpstreamError.
+ * UpstreamError. The caller reads them at once, to their end or until it stops (`for await` with
+ * `break`, or `return()` after a first `next()`): a stream never read holds its connection until
+ * the call's signal aborts it.
  */
 export async function openUpstream(
   http: UpstreamHttp,
