@@ -411,8 +411,7 @@ export function errorFromText(reply: UpstreamText): UpstreamError {
 
 /**
  * POSTs one streamed adapter call upstream with the call's timeouts and returns its SSE events once
- * it answered 2xx; a non-2xx answer becomes the adapter's UpstreamError (`toError` reads a
- * provider's own error shape where the generic reader is not enough). The events end when the body
+ * it answered 2xx; a non-2xx answer becomes the adapter's UpstreamError. The events end when the body
  * does (the adapter decides whether the stream was complete); a failure while reading them is an
  * UpstreamError. The caller reads them at once, to their end or until it stops (`for await` with
  * `break`, or `return()` after a first `next()`): a stream never read holds its connection until
@@ -421,50 +420,41 @@ export function errorFromText(reply: UpstreamText): UpstreamError {
 export async function openUpstream(
   http: UpstreamHttp,
   call: Pick<AdapterCall, 'timeouts'>,
-  request: {
-    url: string;
-    headers: Record<string, string>;
-    body: string;
-    signal: CancelSignal;
-    toError?: (reply: UpstreamText) => UpstreamError;
-  },
+  request: AdapterPost,
 ): Promise<AsyncGenerator<EventSourceMessage>> {
-  const reply = await http.postForEvents({
-    url: request.url,
-    headers: request.headers,
-    body: request.body,
-    signal: request.signal,
-    headersTimeoutMs: call.timeouts.headersMs,
-    idleTimeoutMs: call.timeouts.idleMs,
-  });
+  const reply = await http.postForEvents(postOf(call, request));
   if ('text' in reply) throw (request.toError ?? errorFromText)(reply);
   return reply.events;
 }
 
 /**
  * POSTs one non-streamed adapter call and returns its JSON reply, size-capped and parsed as foreign
- * input; a non-2xx answer becomes the adapter's UpstreamError (`toError` reads a provider's own
- * error shape where the generic reader is not enough).
+ * input; a non-2xx answer becomes the adapter's UpstreamError.
  */
 export async function requestUpstreamJson(
   http: UpstreamHttp,
   call: Pick<AdapterCall, 'timeouts'>,
-  request: {
-    url: string;
-    headers: Record<string, string>;
-    body: string;
-    signal: CancelSignal;
-    toError?: (reply: UpstreamText) => UpstreamError;
-  },
+  request: AdapterPost,
 ): Promise<unknown> {
-  const reply = await http.postForText({
-    url: request.url,
-    headers: request.headers,
-    body: request.body,
-    signal: request.signal,
-    headersTimeoutMs: call.timeouts.headersMs,
-    idleTimeoutMs: call.timeouts.idleMs,
-  });
+  const reply = await http.postForText(postOf(call, request));
   if (reply.status >= 400) throw (request.toError ?? errorFromText)(reply);
   return parseUpstreamJson(reply.text);
 }
+
+/** An adapter's POST; `toError` reads a provider's own error shape where the generic reader is not enough. */
+interface AdapterPost {
+  url: string;
+  headers: Record<string, string>;
+  body: string;
+  signal: CancelSignal;
+  toError?: (reply: UpstreamText) => UpstreamError;
+}
+
+const postOf = (call: Pick<AdapterCall, 'timeouts'>, request: AdapterPost): UpstreamPost => ({
+  url: request.url,
+  headers: request.headers,
+  body: request.body,
+  signal: request.signal,
+  headersTimeoutMs: call.timeouts.headersMs,
+  idleTimeoutMs: call.timeouts.idleMs,
+});
