@@ -119,16 +119,9 @@ export function createUpstreamHttp(options: { connectionsPerOrigin?: number } = 
    */
   function postForText(call: UpstreamPost): Promise<UpstreamText> {
     return new Promise<UpstreamText>((resolve, reject) => {
-      const { signal } = call;
-      let settled = false;
-      const settle = (outcome: { reply: UpstreamText } | { error: unknown }) => {
-        if (settled) return;
-        settled = true;
-        if ('reply' in outcome) resolve(outcome.reply);
-        else reject(toUpstreamError(outcome.error, signal));
-      };
-      if (signal.aborted) {
-        settle({ error: signal.reason });
+      const { settle } = settleOnce(resolve, reject, call.signal);
+      if (call.signal.aborted) {
+        settle({ error: call.signal.reason });
         return;
       }
       const reading = readWhole(MAX_REPLY_BYTES);
@@ -160,13 +153,8 @@ export function createUpstreamHttp(options: { connectionsPerOrigin?: number } = 
   function postForEvents(call: UpstreamPost): Promise<UpstreamEvents | UpstreamText> {
     return new Promise<UpstreamEvents | UpstreamText>((resolve, reject) => {
       const { signal } = call;
-      let opened = false;
-      const open = (outcome: { reply: UpstreamEvents | UpstreamText } | { error: unknown }) => {
-        if (opened) return;
-        opened = true;
-        if ('reply' in outcome) resolve(outcome.reply);
-        else reject(toUpstreamError(outcome.error, signal));
-      };
+      const opening = settleOnce(resolve, reject, signal);
+      const open = opening.settle;
       if (signal.aborted) {
         open({ error: signal.reason });
         return;
@@ -182,7 +170,7 @@ export function createUpstreamHttp(options: { connectionsPerOrigin?: number } = 
       let wake: (() => void) | null = null;
       const feed = createServerSentEventReader((event) => queue.push(event));
       const fail = (error: unknown) => {
-        if (!opened) open({ error });
+        if (!opening.settled) open({ error });
         else if (failure === null) {
           failure = error;
           wake?.();
@@ -281,6 +269,22 @@ export function createUpstreamHttp(options: { connectionsPerOrigin?: number } = 
 }
 
 export type UpstreamHttp = ReturnType<typeof createUpstreamHttp>;
+
+/** A call's promise settled once: later outcomes are ignored, a failure becomes an UpstreamError. */
+function settleOnce<T>(resolve: (value: T) => void, reject: (error: unknown) => void, signal: CancelSignal) {
+  let settled = false;
+  return {
+    get settled() {
+      return settled;
+    },
+    settle(outcome: { reply: T } | { error: unknown }): void {
+      if (settled) return;
+      settled = true;
+      if ('reply' in outcome) resolve(outcome.reply);
+      else reject(toUpstreamError(outcome.error, signal));
+    },
+  };
+}
 
 /**
  * A reply's body collected whole, up to `limit` bytes. Past it, a 2xx reply fails with an
