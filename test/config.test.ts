@@ -196,6 +196,20 @@ describe('loadConfig', () => {
       );
     });
 
+    it('refuses a broadcast batch linger longer than a quarter of the lease, naming both settings', () => {
+      configError(
+        () =>
+          loadConfig({ SWITCHYARD_CONFIG: file('broadcast:\n  batch_linger_ms: 5000\n  lease_ms: 10000\n') }),
+        /broadcast\.batch_linger_ms \(5000\)/,
+        /quarter of broadcast\.lease_ms \(10000\)/,
+      );
+      const fits = loadConfig({
+        SWITCHYARD_CONFIG: file('broadcast:\n  batch_linger_ms: 2500\n  lease_ms: 10000\n'),
+      });
+      assert.equal(fits.broadcast.batch_linger_ms, 2500);
+      assert.equal(loadConfig({}).broadcast.batch_linger_ms, 1000);
+    });
+
     it('refuses a providers section that is not a mapping', () => {
       configError(() => loadConfig({ SWITCHYARD_CONFIG: file('providers:\n  - openai\n') }), /providers/);
       configError(() => loadConfig({ SWITCHYARD_CONFIG: file('providers: openai\n') }), /providers/);

@@ -159,6 +159,13 @@ export const ConfigSchema = Type.Object(
         delivery_thread: Type.Boolean(),
         /** How often an idle worker looks for due events. */
         poll_interval_ms: Type.Integer({ minimum: 10, maximum: 60_000 }),
+        /**
+         * How long the events a group commit hands the worker may wait for more of the same
+         * destination before they are sent: fewer, fuller batches (one HTTP request and one outbox
+         * statement for many events) at the price of this much delivery delay. 0 sends at once. At
+         * most a quarter of `lease_ms` (checked on load).
+         */
+        batch_linger_ms: Type.Integer({ minimum: 0, maximum: 60_000 }),
         /** Events claimed per round (all destinations together). */
         claim_batch: Type.Integer({ minimum: 1, maximum: 5_000 }),
         /** Delivery attempts before an event goes to the dead letters. */
@@ -221,6 +228,7 @@ export const defaultConfig: Static<typeof ConfigSchema> = {
     worker_enabled: true,
     delivery_thread: true,
     poll_interval_ms: 500,
+    batch_linger_ms: 1_000,
     claim_batch: 200,
     max_attempts: 8,
     base_backoff_ms: 1_000,

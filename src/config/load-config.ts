@@ -145,5 +145,12 @@ export function loadConfig(env: Environment = process.env, overrides: PlainObjec
   if (!Value.Check(ConfigSchema, candidate)) {
     throw new ConfigError(`invalid configuration: ${describeErrors(candidate, envNames)}`);
   }
+  const { broadcast } = candidate as unknown as Config;
+  if (broadcast.batch_linger_ms * 4 > broadcast.lease_ms) {
+    // Handed-over events are stored leased; a linger eating the lease would hand them all back.
+    throw new ConfigError(
+      `invalid configuration: broadcast.batch_linger_ms (${broadcast.batch_linger_ms}) must be at most a quarter of broadcast.lease_ms (${broadcast.lease_ms})`,
+    );
+  }
   return deepFreeze(candidate) as Config;
 }

@@ -110,10 +110,14 @@ export function createBroadcastWorker(options: {
   const held = new Set<string>();
   /**
    * Rows this instance stored already leased to itself (the generation log hands them over after
-   * the commit), by destination: delivered from memory, without a claim query.
+   * the commit), by destination: delivered from memory, without a claim query. A destination's
+   * queue is sent once its first row has waited `batch_linger_ms` (or it holds a claim's worth), so
+   * the events of many commits go in one batch.
    */
-  const handoff = new Map<string, BroadcastOutboxTable[]>();
+  const handoff = new Map<string, { rows: BroadcastOutboxTable[]; since: number }>();
   let handoffSize = 0;
+  /** Set while `drain()` runs: queues are sent without lingering. */
+  let flushing = false;
   /** When the database was last asked for due rows; asked at most once per poll unless it had more. */
   let lastDatabaseClaim = 0;
   let databaseBacklog = true;
@@ -125,6 +129,8 @@ export function createBroadcastWorker(options: {
   const claimedFromDatabase = new Set<string>();
   const abort = new AbortController();
   let timer: NodeJS.Timeout | null = null;
+  /** When `timer` fires (epoch ms of the clock). */
+  let timerDue = 0;
   let looping: Promise<void> | null = null;
   let wakeRequested = false;
   let stopped = false;
@@ -134,11 +140,26 @@ export function createBroadcastWorker(options: {
   function schedule(delayMs: number): void {
     if (stopped) return;
     if (timer) clearTimeout(timer);
+    timerDue = clock.now().getTime() + delayMs;
     timer = setTimeout(() => {
       timer = null;
       void loop();
     }, delayMs);
     timer.unref();
+  }
+
+  /** When a hand-off queue can be sent: its first row's linger is over, or it is full. */
+  function readyAt(queue: { rows: readonly BroadcastOutboxTable[]; since: number }): number {
+    if (flushing || queue.rows.length >= settings.claim_batch) return 0;
+    return queue.since + settings.batch_linger_ms;
+  }
+
+  /** The next loop: at the next poll, or sooner when a hand-off queue's linger ends first. */
+  function nextDelay(): number {
+    const now = clock.now().getTime();
+    let delay = settings.poll_interval_ms;
+    for (const queue of handoff.values()) delay = Math.min(delay, Math.max(0, readyAt(queue) - now));
+    return delay;
   }
 
   /** Claims and starts deliveries while there is capacity; then waits for a poll or a wake-up. */
@@ -164,7 +185,7 @@ export function createBroadcastWorker(options: {
         logger.error({ err: error }, 'broadcast outbox could not be read; retrying');
       } finally {
         if (looping === run) looping = null;
-        schedule(settings.poll_interval_ms);
+        schedule(nextDelay());
       }
     });
     looping = run;
@@ -185,14 +206,22 @@ export function createBroadcastWorker(options: {
     return [...new Set([...busy.keys(), ...pausedUntil.keys()])];
   }
 
-  /** Handed-over rows of destinations that can be delivered to now, up to `free` destinations. */
-  function takeHandoff(free: number, skip: ReadonlySet<string>): Map<string, BroadcastOutboxTable[]> {
+  /**
+   * Handed-over rows of destinations that can be delivered to now and whose queue is ready (see
+   * `readyAt`), up to `free` destinations.
+   */
+  function takeHandoff(
+    free: number,
+    skip: ReadonlySet<string>,
+    now: number,
+  ): Map<string, BroadcastOutboxTable[]> {
     const taken = new Map<string, BroadcastOutboxTable[]>();
-    for (const [destinationId, rows] of handoff) {
+    for (const [destinationId, queue] of handoff) {
       if (taken.size >= free) break;
-      if (skip.has(destinationId)) continue;
-      const batch = rows.splice(0, settings.claim_batch);
-      if (rows.length === 0) handoff.delete(destinationId);
+      if (skip.has(destinationId) || readyAt(queue) > now) continue;
+      const batch = queue.rows.splice(0, settings.claim_batch);
+      // What is left was queued as long: it goes next without a fresh linger.
+      if (queue.rows.length === 0) handoff.delete(destinationId);
       handoffSize -= batch.length;
       taken.set(destinationId, batch);
     }
@@ -203,7 +232,7 @@ export function createBroadcastWorker(options: {
   async function claim(): Promise<number> {
     const now = clock.now();
     const skip = new Set(excluded(now.getTime()));
-    const groups = takeHandoff(settings.concurrency - busy.size, skip);
+    const groups = takeHandoff(settings.concurrency - busy.size, skip, now.getTime());
     const rows = [...groups.values()].flat();
     const free = settings.concurrency - busy.size - groups.size;
     const due = databaseBacklog || now.getTime() - lastDatabaseClaim >= settings.poll_interval_ms;
@@ -395,7 +424,7 @@ export function createBroadcastWorker(options: {
       if (pause !== null) {
         // The receiver is down or asked to slow down: the events not yet tried wait with it, their
         // attempt not counted, and the destination is not claimed for until then.
-        const waiting = handoff.get(destination.id) ?? [];
+        const waiting = handoff.get(destination.id)?.rows ?? [];
         handoff.delete(destination.id);
         handoffSize -= waiting.length;
         const untried = [...pending.map(({ row }) => row), ...waiting];
@@ -601,8 +630,8 @@ export function createBroadcastWorker(options: {
           continue;
         }
         const queued = handoff.get(row.destination_id);
-        if (queued) queued.push(row);
-        else handoff.set(row.destination_id, [row]);
+        if (queued) queued.rows.push(row);
+        else handoff.set(row.destination_id, { rows: [row], since: now });
         handoffSize += 1;
       }
       if (overflow.length > 0) {
@@ -622,12 +651,26 @@ export function createBroadcastWorker(options: {
           );
         });
       }
-      if (started && !stopped) void loop();
+      if (!started || stopped) return;
+      // Nothing ready yet: the timer is brought forward to the first queue's end of linger rather
+      // than running a pass per commit that would find nothing to send.
+      let due = Number.POSITIVE_INFINITY;
+      for (const queue of handoff.values()) due = Math.min(due, readyAt(queue));
+      if (due <= now) void loop();
+      else if (!looping && (timer === null || timerDue > due)) schedule(due - now);
     },
-    /** Runs one claim-and-deliver pass to completion (tests drive the worker with it). */
+    /**
+     * Runs claim-and-deliver passes until nothing is in flight, sending hand-off queues without
+     * lingering (tests drive the worker with it).
+     */
     async drain(): Promise<void> {
-      await loop();
-      while (busy.size > 0) await Promise.allSettled([...busy.values()]);
+      flushing = true;
+      try {
+        await loop();
+        while (busy.size > 0) await Promise.allSettled([...busy.values()]);
+      } finally {
+        flushing = false;
+      }
     },
     /** Stops claiming, aborts sends in flight and hands their events back for the next worker. */
     async stop(): Promise<void> {
@@ -637,7 +680,7 @@ export function createBroadcastWorker(options: {
       abort.abort();
       await looping?.catch(() => undefined);
       await Promise.allSettled([...busy.values()]);
-      const waiting = [...handoff.values()].flat().map((row) => row.id);
+      const waiting = [...handoff.values()].flatMap((queue) => queue.rows.map((row) => row.id));
       handoff.clear();
       handoffSize = 0;
       const unsettled = [...held, ...waiting];

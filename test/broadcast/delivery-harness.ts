@@ -6,6 +6,7 @@ import { type IsolatedDatabase, startTestApp, type TestApp } from '../helpers/te
 export const FAST_BROADCAST = {
   allow_private_networks: true,
   poll_interval_ms: 20,
+  batch_linger_ms: 20,
   base_backoff_ms: 40,
   max_backoff_ms: 200,
   max_attempts: 4,
