@@ -108,9 +108,9 @@ export function createSqliteGenerationWriter(raw: SqliteConnection) {
   );
   const addOutbox = raw.prepare(
     `insert into broadcast_outbox (id, destination_id, workspace_id, generation_id, idempotency_key, payload,
-       status, attempts, next_attempt_at, lease_until, leased_by, last_error, last_status, created_at, dead_at)
+       status, attempts, next_attempt_at, lease_until, leased_by, last_error, last_status, created_at, dead_at, fanout)
      values (@id, @destination_id, @workspace_id, @generation_id, @idempotency_key, @payload,
-       @status, @attempts, @next_attempt_at, @lease_until, @leased_by, @last_error, @last_status, @created_at, @dead_at)
+       @status, @attempts, @next_attempt_at, @lease_until, @leased_by, @last_error, @last_status, @created_at, @dead_at, @fanout)
      on conflict (generation_id, destination_id) do nothing`,
   );
   const write = raw.transaction(

@@ -80,8 +80,12 @@ function fitLarge(event: BroadcastEvent, serialized: string): string {
 }
 
 /**
- * The outbox rows of one generation: one per destination that selects the event (key allowlist,
- * region, sampling, filter rules), each holding the event as that destination receives it.
+ * The outbox rows of one generation. The destinations that select the event (key allowlist, region,
+ * sampling, filter rules) are grouped by what they receive (privacy mode and the three flags): a
+ * group of one gets a row of its own; a larger group gets one fan-out row (`fanout` lists its
+ * destinations) holding the event once. The worker delivers a fan-out row to each of its
+ * destinations and splits it into rows of their own only for those not delivered at the first try
+ * (src/broadcast/outbox-fanout.ts): three destinations cost the group commit one row, not three.
  */
 export function outboxRowsFor(options: {
   targets: readonly BroadcastTarget[];
@@ -98,26 +102,32 @@ export function outboxRowsFor(options: {
   lease: { owner: string; until: Date } | null;
 }): BroadcastOutboxTable[] {
   const { event, now } = options;
-  const at = now.toISOString();
-  const rows: BroadcastOutboxTable[] = [];
   // Destinations with the same privacy and flags receive the same text: serialized once.
-  const payloads = new Map<string, { text: string; event: BroadcastEvent | null }>();
+  const groups = new Map<string, BroadcastTarget[]>();
   for (const target of options.targets) {
     if (!selects(target, event, options.keyHash, options.region)) continue;
     const variant = `${target.privacyMode}:${target.cost}:${target.identity}:${target.requestContext}`;
-    let payload = payloads.get(variant);
-    if (payload === undefined) {
-      payload = fitEvent(eventForDestination(target, event));
-      payloads.set(variant, payload);
-    }
-    rows.push({
+    const group = groups.get(variant);
+    if (group) group.push(target);
+    else groups.set(variant, [target]);
+  }
+  if (groups.size === 0) return [];
+  const at = now.toISOString();
+  const rows: BroadcastOutboxTable[] = [];
+  for (const group of groups.values()) {
+    const first = group[0] as BroadcastTarget;
+    const payload = fitEvent(eventForDestination(first, event));
+    const single = group.length === 1;
+    const row: BroadcastOutboxTable = {
       id: newTimeOrderedId(now.getTime()),
-      destination_id: target.id,
+      // A fan-out row's `*<n>` is no destination's id: unique per generation, and never matched by
+      // a query for one destination's rows.
+      destination_id: single ? first.id : `${FANOUT_MARK}${rows.length}`,
       workspace_id: options.workspaceId,
       generation_id: event.generation_id,
-      idempotency_key: idempotencyKeyOf(event.generation_id, target.id),
+      idempotency_key: single ? idempotencyKeyOf(event.generation_id, first.id) : '',
       payload: payload.text,
-      status: 'pending',
+      status: single ? 'pending' : 'fanout',
       attempts: options.lease ? 1 : 0,
       next_attempt_at: at,
       lease_until: options.lease ? options.lease.until.toISOString() : null,
@@ -126,11 +136,37 @@ export function outboxRowsFor(options: {
       last_status: null,
       created_at: at,
       dead_at: null,
-    });
-    const row = rows.at(-1);
-    if (row && payload.event) builtEvents.set(row, payload.event);
+      fanout: single ? null : group.map((target) => target.id).join(','),
+    };
+    rows.push(row);
+    if (payload.event) builtEvents.set(row, payload.event);
   }
   return rows;
+}
+
+/** How a fan-out row's `destination_id` starts (destination ids are UUIDs). */
+export const FANOUT_MARK = '*';
+
+/**
+ * A fan-out row as one row per destination, as the worker delivers them: each part has the
+ * destination's id and idempotency key, and an id of its own (`<row id>/<destination id>`) that the
+ * fan-out's bookkeeping maps back to the row. A part of a row this process built keeps its event.
+ */
+export function partsOf(row: BroadcastOutboxTable): BroadcastOutboxTable[] {
+  if (row.fanout === null) return [row];
+  const event = builtEvents.get(row);
+  return row.fanout.split(',').map((destinationId) => {
+    const part: BroadcastOutboxTable = {
+      ...row,
+      id: `${row.id}/${destinationId}`,
+      destination_id: destinationId,
+      idempotency_key: idempotencyKeyOf(row.generation_id, destinationId),
+      status: 'pending',
+      fanout: null,
+    };
+    if (event) builtEvents.set(part, event);
+    return part;
+  });
 }
 
 /**

@@ -31,19 +31,26 @@ export function createOutboxRepository(storage: Storage) {
         options.busy.length === 0
           ? sql``
           : sql`and destination_id not in (${sql.join(options.busy.map((id) => sql`${id}`))})`;
-      const result = await sql<BroadcastOutboxTable>`
-        update broadcast_outbox
-           set lease_until = ${options.leaseUntil.toISOString()}, leased_by = ${options.owner},
-               attempts = attempts + 1
-         where id in (
-           select id from broadcast_outbox
-            where status = 'pending' and next_attempt_at <= ${now}
-              and (lease_until is null or lease_until < ${now}) ${busy}
-            order by next_attempt_at, id
-            limit ${options.limit}
-            ${lockClause})
-        returning *`.execute(db);
-      return result.rows;
+      const claimOf = async (status: 'fanout' | 'pending', limit: number, filter: typeof busy) => {
+        const result = await sql<BroadcastOutboxTable>`
+          update broadcast_outbox
+             set lease_until = ${options.leaseUntil.toISOString()}, leased_by = ${options.owner},
+                 attempts = attempts + 1
+           where id in (
+             select id from broadcast_outbox
+              where status = ${status} and next_attempt_at <= ${now}
+                and (lease_until is null or lease_until < ${now}) ${filter}
+              order by next_attempt_at, id
+              limit ${limit}
+              ${lockClause})
+          returning *`.execute(db);
+        return result.rows;
+      };
+      // Fan-out rows first (whoever is busy: the worker hands back the parts it cannot send now),
+      // then rows of one destination; each statement reads one ordered range of the claim index.
+      const fanOuts = await claimOf('fanout', options.limit, sql``);
+      if (fanOuts.length === options.limit) return fanOuts;
+      return [...fanOuts, ...(await claimOf('pending', options.limit - fanOuts.length, busy))];
     },
 
     /** Delivered: the rows are done with. */
@@ -88,6 +95,36 @@ export function createOutboxRepository(storage: Storage) {
         .where('id', 'in', ids)
         .where('leased_by', '=', owner)
         .execute();
+    },
+
+    /** Fan-out rows delivered to every destination, deleted unless another worker took them meanwhile. */
+    async removeHeld(ids: readonly string[], owner: string): Promise<void> {
+      if (ids.length === 0) return;
+      await db.deleteFrom('broadcast_outbox').where('id', 'in', ids).where('leased_by', '=', owner).execute();
+    },
+
+    /** An error text as a row keeps it. */
+    errorText,
+
+    /**
+     * A fan-out row's last part settled: the row is deleted and `kept` (rows of their own for the
+     * parts not delivered) stored in its place, in one transaction — unless this worker no longer
+     * holds the row (its lease expired and another worker claimed it: theirs to deliver whole).
+     */
+    async settleFanout(id: string, owner: string, kept: readonly BroadcastOutboxTable[]): Promise<void> {
+      await db.transaction().execute(async (trx) => {
+        const deleted = await trx
+          .deleteFrom('broadcast_outbox')
+          .where('id', '=', id)
+          .where('leased_by', '=', owner)
+          .executeTakeFirst();
+        if (Number(deleted.numDeletedRows) !== 1 || kept.length === 0) return;
+        await trx
+          .insertInto('broadcast_outbox')
+          .values([...kept])
+          .onConflict((conflict) => conflict.columns(['generation_id', 'destination_id']).doNothing())
+          .execute();
+      });
     },
 
     /** Dead letters older than `before` are deleted (the retention). */
@@ -135,12 +172,18 @@ export function createOutboxRepository(storage: Storage) {
       return db.selectFrom('observability_destinations').selectAll().where('id', 'in', ids).execute();
     },
 
-    /** Events by status, for the metrics gauge. */
+    /** Events (one per destination) by status, for the metrics gauge. */
     async countByStatus(): Promise<Array<{ status: string; count: number }>> {
       const rows = await db
         .selectFrom('broadcast_outbox')
-        .select(['status', sql<string>`count(*)`.as('count')])
-        .groupBy('status')
+        // A fan-out row is pending, once per destination it lists.
+        .select([
+          sql<string>`case when status = 'fanout' then 'pending' else status end`.as('status'),
+          sql<string>`sum(case when fanout is null then 1 else length(fanout) - length(replace(fanout, ',', '')) + 1 end)`.as(
+            'count',
+          ),
+        ])
+        .groupBy(sql`case when status = 'fanout' then 'pending' else status end`)
         .execute();
       return rows.map((row) => ({ status: row.status, count: Number(row.count) }));
     },

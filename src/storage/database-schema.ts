@@ -263,8 +263,8 @@ export interface ObservabilityDestinationTable {
 }
 
 /**
- * One event for one destination, written in the generation's group commit and deleted once
- * delivered. `status` is `pending` (due at `next_attempt_at`; a row whose `lease_until` is in the
+ * One event for one destination (or, a fan-out row, for several: see `fanout`), written in the
+ * generation's group commit and deleted once delivered. `status` is `pending` (due at `next_attempt_at`; a row whose `lease_until` is in the
  * future is being delivered by `leased_by`) or `dead` (gave up: attempts exhausted or refused).
  * Times are ISO 8601 text, compared as text.
  */
@@ -276,7 +276,8 @@ export interface BroadcastOutboxTable {
   idempotency_key: string;
   /** JSON text of the BroadcastEvent as this destination receives it. */
   payload: string;
-  status: 'pending' | 'dead';
+  /** `fanout` is a fan-out row (see `fanout`), pending as a whole. */
+  status: 'pending' | 'dead' | 'fanout';
   attempts: number;
   next_attempt_at: string;
   lease_until: string | null;
@@ -285,4 +286,10 @@ export interface BroadcastOutboxTable {
   last_status: number | null;
   created_at: string;
   dead_at: string | null;
+  /**
+   * A fan-out row (`status` `fanout`): the ids of the destinations it goes to, comma-separated (its
+   * `destination_id` is then `*<n>`, no destination's, and its `idempotency_key` empty). Null for a
+   * row of one destination.
+   */
+  fanout: string | null;
 }

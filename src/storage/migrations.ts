@@ -321,6 +321,17 @@ const migrations: Record<string, Migration> = {
         .execute();
     },
   },
+  '0006_outbox_fanout': {
+    // One row per generation (and distinct payload) while its deliveries are in flight: the
+    // destinations it goes to are listed in `fanout`, and a destination that is not delivered at
+    // the first try gets a row of its own then (src/broadcast/outbox-fanout.ts). A third of the
+    // inserts, deletes and stored payload bytes with three destinations. Such a row has the status
+    // `fanout`, which an instance of an earlier version (still running during a rolling upgrade, or
+    // after a rollback) never claims — it would take `*<n>` for a deleted destination and drop it.
+    async up(db) {
+      await db.schema.alterTable('broadcast_outbox').addColumn('fanout', 'text').execute();
+    },
+  },
 };
 
 /**

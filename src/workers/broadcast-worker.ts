@@ -12,6 +12,7 @@ import {
 import { destinationType } from '../broadcast/destination-types.js';
 import type { ExporterHttp } from '../broadcast/exporter-http.js';
 import { eventOfBuiltRow } from '../broadcast/outbox-events.js';
+import { createFanoutOutbox } from '../broadcast/outbox-fanout.js';
 import { createOutboxRepository } from '../broadcast/outbox-repository.js';
 import type { Config } from '../config/config-schema.js';
 import type { ChangeBus } from '../platform/change-bus.js';
@@ -94,6 +95,8 @@ export function createBroadcastWorker(options: {
   const { settings, clock, logger } = options;
   const deliverer = options.deliverer ?? createInProcessDeliverer(options.http);
   const repository = createOutboxRepository(options.storage);
+  /** Settles rows, fan-out rows' parts included: every settling statement goes through it. */
+  const outbox = createFanoutOutbox(repository);
   const owner = options.owner ?? `worker-${randomUUID()}`;
   const metrics = options.registry ? createWorkerMetrics(options.registry, repository) : null;
   /** One send's limit: within half a lease, so a send never outlives the lease it started under. */
@@ -154,12 +157,25 @@ export function createBroadcastWorker(options: {
     return queue.since + settings.batch_linger_ms;
   }
 
-  /** The next loop: at the next poll, or sooner when a hand-off queue's linger ends first. */
+  /**
+   * The next loop: at the next poll, or sooner when a hand-off queue's linger ends first. A queue
+   * whose destination is being delivered to or paused does not count (a delivery that ends runs the
+   * loop itself; a pause hands the queue to the database), nor does any while every slot is busy.
+   */
   function nextDelay(): number {
     const now = clock.now().getTime();
-    let delay = settings.poll_interval_ms;
-    for (const queue of handoff.values()) delay = Math.min(delay, Math.max(0, readyAt(queue) - now));
-    return delay;
+    return Math.min(settings.poll_interval_ms, Math.max(0, firstReady(now) - now));
+  }
+
+  /** When the first hand-off queue that could be sent becomes ready (infinity: none). */
+  function firstReady(now: number): number {
+    let due = Number.POSITIVE_INFINITY;
+    if (busy.size >= settings.concurrency) return due;
+    for (const [destinationId, queue] of handoff) {
+      if (busy.has(destinationId) || (pausedUntil.get(destinationId) ?? 0) > now) continue;
+      due = Math.min(due, readyAt(queue));
+    }
+    return due;
   }
 
   /** Claims and starts deliveries while there is capacity; then waits for a poll or a wake-up. */
@@ -238,14 +254,25 @@ export function createBroadcastWorker(options: {
     const due = databaseBacklog || now.getTime() - lastDatabaseClaim >= settings.poll_interval_ms;
     if (free > 0 && due) {
       lastDatabaseClaim = now.getTime();
-      const claimed = await repository.claim({
+      const excludedNow = [...skip, ...groups.keys()];
+      const stored = await repository.claim({
         limit: settings.claim_batch,
         now,
         leaseUntil: new Date(now.getTime() + settings.lease_ms),
         owner,
-        busy: [...skip, ...groups.keys()],
+        busy: excludedNow,
       });
-      databaseBacklog = claimed.length === settings.claim_batch;
+      databaseBacklog = stored.length === settings.claim_batch;
+      // A fan-out row is claimed whoever its destinations are: its parts for a destination not to
+      // be sent to now go back as rows of their own.
+      const excludedSet = new Set(excludedNow);
+      const claimed: BroadcastOutboxTable[] = [];
+      const notNow: string[] = [];
+      for (const row of outbox.expand(stored)) {
+        if (excludedSet.has(row.destination_id)) notNow.push(row.id);
+        else claimed.push(row);
+      }
+      if (notNow.length > 0) await outbox.release(notNow, owner);
       for (const row of claimed) {
         claimedFromDatabase.add(row.destination_id);
         rows.push(row);
@@ -262,7 +289,7 @@ export function createBroadcastWorker(options: {
     const returned = entries.slice(started.length).flatMap(([, group]) => group);
     for (const [destinationId] of entries.slice(started.length)) claimedFromDatabase.delete(destinationId);
     if (returned.length > 0) {
-      await repository.release(
+      await outbox.release(
         returned.map((row) => row.id),
         owner,
       );
@@ -279,7 +306,7 @@ export function createBroadcastWorker(options: {
             'broadcast delivery failed unexpectedly',
           );
           // Handed back rather than left leased until the lease ends.
-          await repository.release(
+          await outbox.release(
             group.filter((row) => held.has(row.id)).map((row) => row.id),
             owner,
           );
@@ -356,7 +383,10 @@ export function createBroadcastWorker(options: {
     const type = destination ? destinationType(destination.type) : undefined;
     if (!destination || !type || destination.deleted_at !== null || destination.enabled !== 1) {
       // Nobody wants these any more (deleted, disabled, or a type this version does not know).
-      await repository.remove(rows.map((row) => row.id));
+      await outbox.remove(
+        rows.map((row) => row.id),
+        owner,
+      );
       settled(rows);
       metrics?.count(destination?.type ?? 'unknown', 'dropped', rows.length);
       return;
@@ -411,7 +441,7 @@ export function createBroadcastWorker(options: {
       const leaseLeft = new Date(chunk[0]?.row.lease_until ?? 0).getTime() - clock.now().getTime();
       if (stopped || leaseLeft < sendTimeoutMs) {
         const rest = pending.map(({ row }) => row);
-        await repository.release(
+        await outbox.release(
           rest.map((row) => row.id),
           owner,
         );
@@ -430,7 +460,7 @@ export function createBroadcastWorker(options: {
         const untried = [...pending.map(({ row }) => row), ...waiting];
         for (const row of waiting) held.add(row.id);
         pausedUntil.set(destination.id, pause.getTime());
-        await repository.postpone(
+        await outbox.postpone(
           untried.map((row) => row.id),
           pause,
           owner,
@@ -475,7 +505,7 @@ export function createBroadcastWorker(options: {
     } catch (error) {
       if (abort.signal.aborted) {
         // Interrupted by shutdown: not the receiver's fault, and not an attempt.
-        await repository.release(
+        await outbox.release(
           rows.map((row) => row.id),
           owner,
         );
@@ -497,7 +527,10 @@ export function createBroadcastWorker(options: {
     const delivered = rows.filter(
       (_, index) => !rejected.has(index) && !failedAt.has(index) && !unsentAt.has(index),
     );
-    await repository.remove(delivered.map((row) => row.id));
+    await outbox.remove(
+      delivered.map((row) => row.id),
+      owner,
+    );
     settled(delivered);
     metrics?.count(destination.type, 'delivered', delivered.length);
     let pause: Date | null = null;
@@ -509,7 +542,7 @@ export function createBroadcastWorker(options: {
         // more is sent; all of it goes back uncounted (refused items too: settled at the next start).
         const refused = rows.filter((_, index) => rejected.has(index));
         const back = [...failedRows, ...unsent.map(({ row }) => row), ...refused];
-        await repository.release(
+        await outbox.release(
           back.map((row) => row.id),
           owner,
         );
@@ -527,7 +560,7 @@ export function createBroadcastWorker(options: {
       if (!row) continue;
       if (abort.signal.aborted) {
         // A multi-request batch cut short by shutdown: the unsent part goes back uncounted.
-        await repository.release([row.id], owner);
+        await outbox.release([row.id], owner);
         settled([row]);
       } else {
         await fail(destination, row, new DeliveryError(entry.message, { retryable: entry.retryable }));
@@ -557,7 +590,7 @@ export function createBroadcastWorker(options: {
     row: BroadcastOutboxTable,
     error: DeliveryError,
   ) {
-    await repository.bury(row.id, { now: clock.now(), error: error.message, status: error.status, owner });
+    await outbox.bury(row.id, { now: clock.now(), error: error.message, status: error.status, owner });
     settled([row]);
     metrics?.count(destination.type, 'dead', 1);
     logger.warn(
@@ -589,7 +622,7 @@ export function createBroadcastWorker(options: {
       error.retryAfterMs,
     );
     const nextAttemptAt = new Date(clock.now().getTime() + delay);
-    await repository.reschedule(row.id, { nextAttemptAt, error: error.message, status: error.status, owner });
+    await outbox.reschedule(row.id, { nextAttemptAt, error: error.message, status: error.status, owner });
     settled([row]);
     metrics?.count(destination.type, 'retried', 1);
     return nextAttemptAt;
@@ -611,7 +644,7 @@ export function createBroadcastWorker(options: {
      * memory; beyond MAX_HANDOFF_ROWS, or once stopped, they are handed back to the database.
      */
     accept(rows: readonly BroadcastOutboxTable[]) {
-      const mine = rows.filter((row) => row.leased_by === owner);
+      const mine = outbox.expand(rows.filter((row) => row.leased_by === owner));
       const overflow: string[] = [];
       const now = clock.now().getTime();
       // Events of a paused destination wait in the database, unleased, until the pause ends: kept
@@ -635,7 +668,7 @@ export function createBroadcastWorker(options: {
         handoffSize += 1;
       }
       if (overflow.length > 0) {
-        repository.release(overflow, owner).catch((error: unknown) => {
+        outbox.release(overflow, owner).catch((error: unknown) => {
           // Their leases expire and any worker claims them then.
           logger.warn(
             { err: error, events: overflow.length },
@@ -644,7 +677,7 @@ export function createBroadcastWorker(options: {
         });
       }
       for (const [until, ids] of paused) {
-        repository.postpone(ids, new Date(until), owner).catch((error: unknown) => {
+        outbox.postpone(ids, new Date(until), owner).catch((error: unknown) => {
           logger.warn(
             { err: error, events: ids.length },
             'broadcast events of a paused destination not postponed; they wait for their lease',
@@ -654,10 +687,10 @@ export function createBroadcastWorker(options: {
       if (!started || stopped) return;
       // Nothing ready yet: the timer is brought forward to the first queue's end of linger rather
       // than running a pass per commit that would find nothing to send.
-      let due = Number.POSITIVE_INFINITY;
-      for (const queue of handoff.values()) due = Math.min(due, readyAt(queue));
+      const due = firstReady(now);
       if (due <= now) void loop();
-      else if (!looping && (timer === null || timerDue > due)) schedule(due - now);
+      else if (due !== Number.POSITIVE_INFINITY && !looping && (timer === null || timerDue > due))
+        schedule(due - now);
     },
     /**
      * Runs claim-and-deliver passes until nothing is in flight, sending hand-off queues without
@@ -684,7 +717,7 @@ export function createBroadcastWorker(options: {
       handoff.clear();
       handoffSize = 0;
       const unsettled = [...held, ...waiting];
-      if (unsettled.length > 0) await repository.release(unsettled, owner).catch(() => undefined);
+      if (unsettled.length > 0) await outbox.release(unsettled, owner).catch(() => undefined);
     },
   };
 }

@@ -125,6 +125,7 @@ export async function insertDelivery(
     last_status: 500,
     created_at: '2030-01-01T00:00:00.000Z',
     dead_at: '2030-01-01T00:05:00.000Z',
+    fanout: null,
     ...row,
   };
   await gateway.services.storage.db.insertInto('broadcast_outbox').values(full).execute();

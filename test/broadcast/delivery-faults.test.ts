@@ -298,22 +298,27 @@ for (const deliveryThread of [true, false]) {
      * Stores `perHook` events for each receiver's webhook through a gateway without a delivery worker
      * (they wait unleased in the database), then starts a gateway with a worker on the same database.
      */
+    /**
+     * Events stored by an instance without a worker, for a gateway that then starts with one. With
+     * `shared`, the destinations receive the same payload: one fan-out row per generation; otherwise
+     * each after the first is in privacy mode, so each has rows of its own.
+     */
     async function storedBacklog(
       hooks: Array<Awaited<ReturnType<typeof startHookReceiver>>>,
       perHook: number,
       broadcast: Record<string, unknown>,
+      shared = false,
     ): Promise<{ consumer: TestApp; close(): Promise<void> }> {
       const database = isolatedDatabase();
       try {
         const producer = await startBroadcastGateway({ database, broadcast: { worker_enabled: false } });
         await setBroadcast(producer, true);
         const key = await inferenceKey(producer);
-        for (const [n, hook] of hooks.entries()) await createWebhook(producer, hook, { name: `hook ${n}` });
+        for (const [n, hook] of hooks.entries())
+          await createWebhook(producer, hook, { name: `hook ${n}`, privacy_mode: !shared && n > 0 });
         for (let n = 0; n < perHook; n += 1) await chat(producer, key.key);
-        await waitUntil(
-          'the stored events',
-          async () => (await outboxRows(producer)).length === perHook * hooks.length,
-        );
+        const rows = shared && hooks.length > 1 ? perHook : perHook * hooks.length;
+        await waitUntil('the stored events', async () => (await outboxRows(producer)).length === rows);
         await producer.close();
         const consumer = await startBroadcastGateway({ database, broadcast });
         return {
@@ -329,24 +334,29 @@ for (const deliveryThread of [true, false]) {
       }
     }
 
-    it('drains a stored backlog claim after claim, without waiting a poll while its other destinations are busy', async () => {
-      // A worker polling once a minute must still take a stored backlog batch after batch. A claim
-      // made while every destination with events was busy comes back empty, and used to be read as
-      // "nothing left" until the next poll.
-      const hooks = [await startHookReceiver(), await startHookReceiver()];
-      receivers.push(...hooks);
-      const backlog = await storedBacklog(hooks, 12, { poll_interval_ms: 60_000, claim_batch: 4 });
-      try {
-        await waitUntil(
-          'every stored event delivered',
-          () => hooks.every((hook) => hook.deliveries().length === 12),
-          10_000,
-        );
-        await waitUntil('an empty outbox', async () => (await outboxRows(backlog.consumer)).length === 0);
-      } finally {
-        await backlog.close();
-      }
-    });
+    for (const shared of [false, true]) {
+      it(`drains a stored backlog${shared ? ' of fan-out rows' : ''} claim after claim, without waiting a poll while its other destinations are busy`, async () => {
+        // A worker polling once a minute must still take a stored backlog batch after batch. A claim
+        // made while every destination with events was busy comes back empty, and used to be read as
+        // "nothing left" until the next poll. Fan-out rows are claimed whoever is busy: the parts of
+        // a busy destination go back as rows of their own, claimed when it is free.
+        const hooks = [await startHookReceiver(), await startHookReceiver()];
+        receivers.push(...hooks);
+        const backlog = await storedBacklog(hooks, 12, { poll_interval_ms: 60_000, claim_batch: 4 }, shared);
+        try {
+          await waitUntil(
+            'every stored event delivered',
+            () => hooks.every((hook) => new Set(hook.deliveries().map(keyOf)).size === 12),
+            10_000,
+          );
+          await waitUntil('an empty outbox', async () => (await outboxRows(backlog.consumer)).length === 0);
+          // Each event once per destination: a part handed back is not sent as well.
+          for (const hook of hooks) assert.equal(hook.deliveries().length, 12);
+        } finally {
+          await backlog.close();
+        }
+      });
+    }
 
     for (const failure of [
       {

@@ -1,15 +1,15 @@
-import { type Kysely, sql } from 'kysely';
+import { type ExpressionBuilder, type Kysely, sql } from 'kysely';
 import type { Storage } from '../../storage/database.js';
 import type { BroadcastOutboxTable, Database } from '../../storage/database-schema.js';
 import { lockWorkspaceRow } from '../workspaces/workspace-repository.js';
 import type { DestinationRow } from './destination-record.js';
 
-export type DeliveryStatus = BroadcastOutboxTable['status'];
-export type DeliveryRow = Pick<
+/** What the API lists: a fan-out row is pending (for each destination it lists). */
+export type DeliveryStatus = 'pending' | 'dead';
+export type DeliveryRow = { status: DeliveryStatus } & Pick<
   BroadcastOutboxTable,
   | 'id'
   | 'generation_id'
-  | 'status'
   | 'attempts'
   | 'next_attempt_at'
   | 'last_status'
@@ -35,6 +35,19 @@ async function countOfType(executor: Kysely<Database>, workspaceId: string, type
     .executeTakeFirst();
   return Number(row?.count ?? 0);
 }
+
+/**
+ * A destination's outbox rows of one status: its own, and — pending — the fan-out rows it is one of
+ * while their deliveries are in flight (src/broadcast/outbox-fanout.ts). Destination ids are UUIDs:
+ * no LIKE wildcard in them.
+ */
+const forDestination =
+  (destinationId: string, status: DeliveryStatus) =>
+  (eb: ExpressionBuilder<Database, 'broadcast_outbox'>) => {
+    const own = eb.and([eb('destination_id', '=', destinationId), eb('status', '=', status)]);
+    if (status !== 'pending') return own;
+    return eb.or([own, eb.and([eb('status', '=', 'fanout'), eb('fanout', 'like', `%${destinationId}%`)])]);
+  };
 
 /** Data access for observability destinations and their outbox rows; nothing here knows HTTP. */
 export function createDestinationRepository(storage: Storage) {
@@ -143,7 +156,7 @@ export function createDestinationRepository(storage: Storage) {
         .select([
           'id',
           'generation_id',
-          'status',
+          sql<DeliveryStatus>`case when status = 'fanout' then 'pending' else status end`.as('status'),
           'attempts',
           'next_attempt_at',
           'last_status',
@@ -151,8 +164,7 @@ export function createDestinationRepository(storage: Storage) {
           'created_at',
           'dead_at',
         ])
-        .where('destination_id', '=', options.destinationId)
-        .where('status', '=', options.status)
+        .where(forDestination(options.destinationId, options.status))
         .orderBy('created_at', 'desc')
         .orderBy('id', 'desc')
         .offset(options.offset)
@@ -164,8 +176,7 @@ export function createDestinationRepository(storage: Storage) {
       const row = await db
         .selectFrom('broadcast_outbox')
         .select(sql<number>`count(*)`.as('count'))
-        .where('destination_id', '=', destinationId)
-        .where('status', '=', status)
+        .where(forDestination(destinationId, status))
         .executeTakeFirst();
       return Number(row?.count ?? 0);
     },

@@ -1,0 +1,167 @@
+import { newTimeOrderedId } from '../platform/ids.js';
+import type { BroadcastOutboxTable } from '../storage/database-schema.js';
+import { partsOf } from './outbox-events.js';
+import type { OutboxRepository } from './outbox-repository.js';
+
+interface FanOut {
+  row: BroadcastOutboxTable;
+  /** Parts not settled yet. */
+  waiting: number;
+  /** Rows of their own for the parts not delivered (retried, postponed, handed back, dead). */
+  kept: BroadcastOutboxTable[];
+}
+
+/**
+ * The outbox as the worker settles it, fan-out rows included (see `outboxRowsFor`). The worker sees
+ * a fan-out row as its parts, one per destination (`expand`), and settles each part like a row of
+ * its own: here, a part's outcome is noted, and when the row's last part is settled, one
+ * transaction deletes the fan-out row — if this worker still holds its lease — and stores a row of
+ * its own for each part that was not delivered, in the state the worker gave it (due again with its
+ * error, postponed, handed back, or dead). So the common case, every destination delivered, costs
+ * one delete for all of them. A part's outcome lives in memory until then: if the process dies, the
+ * fan-out row's lease expires and it is claimed and delivered again whole — at least once, as any
+ * row, under each destination's stable idempotency key.
+ */
+export function createFanoutOutbox(repository: OutboxRepository) {
+  const parts = new Map<string, { fanOut: FanOut; part: BroadcastOutboxTable }>();
+  /** Fan-out rows with parts not settled yet, by row id. */
+  const open = new Set<string>();
+
+  /**
+   * Keeps a part as a row of its own, `changes` applied (or drops it when null); returns its row
+   * when that was the row's last part.
+   */
+  function note(
+    id: string,
+    changes: ((part: BroadcastOutboxTable) => Partial<BroadcastOutboxTable>) | null,
+  ): FanOut | null {
+    const entry = parts.get(id);
+    if (!entry) return null;
+    parts.delete(id);
+    const { fanOut, part } = entry;
+    if (changes) {
+      fanOut.kept.push({
+        ...part,
+        id: newTimeOrderedId(Date.now()),
+        lease_until: null,
+        leased_by: null,
+        ...changes(part),
+      });
+    }
+    fanOut.waiting -= 1;
+    if (fanOut.waiting > 0) return null;
+    open.delete(fanOut.row.id);
+    return fanOut;
+  }
+
+  /** Runs `plain` for the ids of rows of their own and notes the parts; settles finished fan-outs. */
+  async function split(
+    ids: readonly string[],
+    owner: string,
+    plain: (ids: string[]) => Promise<void>,
+    changes: ((part: BroadcastOutboxTable) => Partial<BroadcastOutboxTable>) | null,
+  ): Promise<void> {
+    const own: string[] = [];
+    const done: FanOut[] = [];
+    for (const id of ids) {
+      if (!parts.has(id)) {
+        own.push(id);
+        continue;
+      }
+      const fanOut = note(id, changes);
+      if (fanOut) done.push(fanOut);
+    }
+    if (own.length > 0) await plain(own);
+    // Delivered to every destination (the common case): one statement for all of them.
+    const whole = done.filter((fanOut) => fanOut.kept.length === 0).map((fanOut) => fanOut.row.id);
+    if (whole.length > 0) await repository.removeHeld(whole, owner);
+    for (const fanOut of done) {
+      if (fanOut.kept.length > 0) await repository.settleFanout(fanOut.row.id, owner, fanOut.kept);
+    }
+  }
+
+  return {
+    /**
+     * The rows as the worker delivers them: a fan-out row becomes its parts, the others stay as they
+     * are. A fan-out row whose parts this worker still holds (its lease ran out while a slow
+     * destination kept one waiting, and the worker claimed it back) is left out: those parts are
+     * settled as they are, rather than sent again to the destinations already delivered.
+     */
+    expand(rows: readonly BroadcastOutboxTable[]): BroadcastOutboxTable[] {
+      const expanded: BroadcastOutboxTable[] = [];
+      for (const row of rows) {
+        if (row.fanout === null) {
+          expanded.push(row);
+          continue;
+        }
+        if (open.has(row.id)) continue;
+        open.add(row.id);
+        const rowParts = partsOf(row);
+        const fanOut: FanOut = { row, waiting: rowParts.length, kept: [] };
+        for (const part of rowParts) {
+          parts.set(part.id, { fanOut, part });
+          expanded.push(part);
+        }
+      }
+      return expanded;
+    },
+
+    /** Delivered, or nobody wants them any more. */
+    remove(ids: readonly string[], owner: string): Promise<void> {
+      return split(ids, owner, (own) => repository.remove(own), null);
+    },
+
+    reschedule(
+      id: string,
+      options: { nextAttemptAt: Date; error: string; status: number | null; owner: string },
+    ): Promise<void> {
+      return split(
+        [id],
+        options.owner,
+        () => repository.reschedule(id, options),
+        () => ({
+          next_attempt_at: options.nextAttemptAt.toISOString(),
+          last_error: repository.errorText(options.error),
+          last_status: options.status,
+        }),
+      );
+    },
+
+    postpone(ids: readonly string[], at: Date, owner: string): Promise<void> {
+      return split(
+        ids,
+        owner,
+        (own) => repository.postpone(own, at, owner),
+        (part) => ({ next_attempt_at: at.toISOString(), attempts: part.attempts - 1 }),
+      );
+    },
+
+    bury(
+      id: string,
+      options: { now: Date; error: string; status: number | null; owner: string },
+    ): Promise<void> {
+      return split(
+        [id],
+        options.owner,
+        () => repository.bury(id, options),
+        () => ({
+          status: 'dead',
+          dead_at: options.now.toISOString(),
+          last_error: repository.errorText(options.error),
+          last_status: options.status,
+        }),
+      );
+    },
+
+    release(ids: readonly string[], owner: string): Promise<void> {
+      return split(
+        ids,
+        owner,
+        (own) => repository.release(own, owner),
+        (part) => ({ attempts: part.attempts - 1 }),
+      );
+    },
+  };
+}
+
+export type FanoutOutbox = ReturnType<typeof createFanoutOutbox>;
