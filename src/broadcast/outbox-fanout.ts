@@ -106,6 +106,11 @@ export function createFanoutOutbox(repository: OutboxRepository) {
       return expanded;
     },
 
+    /** Whether `id` is a part of a fan-out row this worker holds. */
+    isPart(id: string): boolean {
+      return parts.has(id);
+    },
+
     /** Delivered, or nobody wants them any more. */
     remove(ids: readonly string[], owner: string): Promise<void> {
       return split(ids, owner, (own) => repository.remove(own), null);

@@ -244,6 +244,36 @@ export function createBroadcastWorker(options: {
     return taken;
   }
 
+  /**
+   * Rows leased to this worker queued for their destination's next batch. Those of a paused
+   * destination wait in the database, unleased, until the pause ends: kept here they would hold a
+   * lease the pause (Retry-After up to an hour) can outlast.
+   */
+  function enqueue(rows: readonly BroadcastOutboxTable[], now: number): void {
+    const paused = new Map<number, string[]>();
+    for (const row of rows) {
+      const until = pausedUntil.get(row.destination_id);
+      if (until !== undefined && until > now) {
+        const ids = paused.get(until);
+        if (ids) ids.push(row.id);
+        else paused.set(until, [row.id]);
+        continue;
+      }
+      const queued = handoff.get(row.destination_id);
+      if (queued) queued.rows.push(row);
+      else handoff.set(row.destination_id, { rows: [row], since: now });
+      handoffSize += 1;
+    }
+    for (const [until, ids] of paused) {
+      outbox.postpone(ids, new Date(until), owner).catch((error: unknown) => {
+        logger.warn(
+          { err: error, events: ids.length },
+          'broadcast events of a paused destination not postponed; they wait for their lease',
+        );
+      });
+    }
+  }
+
   /** Starts deliveries: handed-over rows first, then due rows from the database (retries, other instances', recovered). */
   async function claim(): Promise<number> {
     const now = clock.now();
@@ -264,15 +294,16 @@ export function createBroadcastWorker(options: {
       });
       databaseBacklog = stored.length === settings.claim_batch;
       // A fan-out row is claimed whoever its destinations are: its parts for a destination not to
-      // be sent to now go back as rows of their own.
+      // be sent to now wait for it in memory, as handed-over rows do (or in the database while it
+      // is paused), rather than split the row.
       const excludedSet = new Set(excludedNow);
       const claimed: BroadcastOutboxTable[] = [];
-      const notNow: string[] = [];
+      const notNow: BroadcastOutboxTable[] = [];
       for (const row of outbox.expand(stored)) {
-        if (excludedSet.has(row.destination_id)) notNow.push(row.id);
+        if (excludedSet.has(row.destination_id)) notNow.push(row);
         else claimed.push(row);
       }
-      if (notNow.length > 0) await outbox.release(notNow, owner);
+      enqueue(notNow, now.getTime());
       for (const row of claimed) {
         claimedFromDatabase.add(row.destination_id);
         rows.push(row);
@@ -286,14 +317,18 @@ export function createBroadcastWorker(options: {
     // At most `concurrency` destinations at once: the groups beyond the free slots go back.
     const entries = [...groups];
     const started = entries.slice(0, Math.max(0, settings.concurrency - busy.size));
-    const returned = entries.slice(started.length).flatMap(([, group]) => group);
+    const beyond = entries.slice(started.length).flatMap(([, group]) => group);
     for (const [destinationId] of entries.slice(started.length)) claimedFromDatabase.delete(destinationId);
+    for (const row of beyond) held.delete(row.id);
+    // A fan-out row's parts wait for their destination in memory; other rows go back.
+    const fanOutParts = beyond.filter((row) => outbox.isPart(row.id));
+    enqueue(fanOutParts, now.getTime());
+    const returned = beyond.filter((row) => !outbox.isPart(row.id));
     if (returned.length > 0) {
       await outbox.release(
         returned.map((row) => row.id),
         owner,
       );
-      for (const row of returned) held.delete(row.id);
     }
     const destinations = await destinationsOf(started.map(([id]) => id));
     for (const [destinationId, group] of started) {
@@ -644,28 +679,13 @@ export function createBroadcastWorker(options: {
      * memory; beyond MAX_HANDOFF_ROWS, or once stopped, they are handed back to the database.
      */
     accept(rows: readonly BroadcastOutboxTable[]) {
-      const mine = outbox.expand(rows.filter((row) => row.leased_by === owner));
       const overflow: string[] = [];
       const now = clock.now().getTime();
-      // Events of a paused destination wait in the database, unleased, until the pause ends: kept
-      // here they would hold a lease the pause (Retry-After up to an hour) can outlast.
-      const paused = new Map<number, string[]>();
-      for (const row of mine) {
-        if (stopped || handoffSize >= MAX_HANDOFF_ROWS) {
-          overflow.push(row.id);
-          continue;
-        }
-        const until = pausedUntil.get(row.destination_id);
-        if (until !== undefined && until > now) {
-          const ids = paused.get(until);
-          if (ids) ids.push(row.id);
-          else paused.set(until, [row.id]);
-          continue;
-        }
-        const queued = handoff.get(row.destination_id);
-        if (queued) queued.rows.push(row);
-        else handoff.set(row.destination_id, { rows: [row], since: now });
-        handoffSize += 1;
+      for (const row of rows) {
+        if (row.leased_by !== owner) continue;
+        // Beyond the bound a row goes back as it is (a fan-out row whole, not split).
+        if (stopped || handoffSize >= MAX_HANDOFF_ROWS) overflow.push(row.id);
+        else enqueue(outbox.expand([row]), now);
       }
       if (overflow.length > 0) {
         outbox.release(overflow, owner).catch((error: unknown) => {
@@ -673,14 +693,6 @@ export function createBroadcastWorker(options: {
           logger.warn(
             { err: error, events: overflow.length },
             'broadcast events not handed back; they wait for their lease',
-          );
-        });
-      }
-      for (const [until, ids] of paused) {
-        outbox.postpone(ids, new Date(until), owner).catch((error: unknown) => {
-          logger.warn(
-            { err: error, events: ids.length },
-            'broadcast events of a paused destination not postponed; they wait for their lease',
           );
         });
       }
