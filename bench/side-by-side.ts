@@ -117,8 +117,11 @@ try {
   if (broadcastTypes.length > 0) await Promise.all(gateways.map((gateway) => waitForDrain(gateway.origin)));
 
   const figures = builds.map(() => [] as number[]);
+  /** The main (request) thread's own CPU: without the delivery, SQLite and GC helper threads. */
+  const mainFigures = builds.map(() => [] as number[]);
   for (let round = 1; round <= rounds; round += 1) {
     const before = gateways.map((gateway) => cpuSeconds(gateway.child.pid!));
+    const mainBefore = gateways.map((gateway) => cpuSeconds(gateway.child.pid!, gateway.child.pid!));
     const results = await Promise.all(gateways.map((gateway) => run(gateway, requests)));
     // Records are written just after their responses: the group commit belongs to the round, and so
     // does delivering the round's broadcast events.
@@ -132,8 +135,14 @@ try {
       const result = results[index]!;
       const failed = result.non2xx + result.errors;
       const micros = ((cpuSeconds(gateway.child.pid!) - before[index]!) * 1e6) / requests;
+      const mainMicros =
+        ((cpuSeconds(gateway.child.pid!, gateway.child.pid!) - mainBefore[index]!) * 1e6) / requests;
       figures[index]!.push(micros);
-      return `${builds[index]!.name} ${micros.toFixed(1)} µs/req${failed > 0 ? ` (${failed} failed)` : ''}`;
+      mainFigures[index]!.push(mainMicros);
+      return (
+        `${builds[index]!.name} ${micros.toFixed(1)} µs/req (main thread ${mainMicros.toFixed(1)})` +
+        (failed > 0 ? ` (${failed} failed)` : '')
+      );
     });
     console.log(`round ${round}: ${cells.join(', ')}`);
   }
@@ -141,6 +150,11 @@ try {
   console.log(
     `median CPU per request: base ${base.toFixed(1)} µs, this checkout ${current.toFixed(1)} µs ` +
       `(${(((current - base) / base) * 100).toFixed(1)}%)`,
+  );
+  const [mainBase, mainCurrent] = mainFigures.map(median) as [number, number];
+  console.log(
+    `median main-thread CPU per request: base ${mainBase.toFixed(1)} µs, this checkout ${mainCurrent.toFixed(1)} µs ` +
+      `(${(((mainCurrent - mainBase) / mainBase) * 100).toFixed(1)}%)`,
   );
   console.log(
     `peak RSS: ${gateways
