@@ -314,7 +314,8 @@ export function createBroadcastWorker(options: {
     }
     if (rows.length === 0) return 0;
     for (const row of rows) held.add(row.id);
-    // At most `concurrency` destinations at once: the groups beyond the free slots go back.
+    // At most `concurrency` destinations at once: the groups beyond the free slots go back (a
+    // fan-out row's parts wait for their destination in memory instead).
     const entries = [...groups];
     const started = entries.slice(0, Math.max(0, settings.concurrency - busy.size));
     const beyond = entries.slice(started.length).flatMap(([, group]) => group);
