@@ -26,6 +26,8 @@ export function createFanoutOutbox(repository: OutboxRepository) {
   const parts = new Map<string, { fanOut: FanOut; part: BroadcastOutboxTable }>();
   /** Fan-out rows with parts not settled yet, by row id. */
   const open = new Set<string>();
+  /** Rows `expand` found still open since the last `takeReclaimed`. */
+  let reclaimed: string[] = [];
 
   /**
    * Keeps a part as a row of its own, `changes` applied (or drops it when null); returns its row
@@ -94,7 +96,15 @@ export function createFanoutOutbox(repository: OutboxRepository) {
           expanded.push(row);
           continue;
         }
-        if (open.has(row.id)) continue;
+        if (open.has(row.id)) {
+          // The claim renewed its lease: the parts still waiting carry it, so they are not handed
+          // back for a lease that is in fact fresh. (The worker gives the claim's attempt back.)
+          for (const entry of parts.values()) {
+            if (entry.fanOut.row.id === row.id) entry.part.lease_until = row.lease_until;
+          }
+          reclaimed.push(row.id);
+          continue;
+        }
         open.add(row.id);
         const rowParts = partsOf(row);
         const fanOut: FanOut = { row, waiting: rowParts.length, kept: [] };
@@ -104,6 +114,13 @@ export function createFanoutOutbox(repository: OutboxRepository) {
         }
       }
       return expanded;
+    },
+
+    /** The ids of rows claimed again while still open (see `expand`), once. */
+    takeReclaimed(): string[] {
+      const ids = reclaimed;
+      reclaimed = [];
+      return ids;
     },
 
     /** Whether `id` is a part of a fan-out row this worker holds. */

@@ -19,13 +19,16 @@ export function createOutboxRepository(storage: Storage) {
 
   return {
     async claim(options: {
+      /** Rows of one destination at most. */
       limit: number;
+      /** Fan-out rows at most (claimed first; 0: none). */
+      fanOutLimit: number;
       now: Date;
       leaseUntil: Date;
       owner: string;
       /** Destinations this worker is delivering to right now: their rows wait for the next round. */
       busy: readonly string[];
-    }): Promise<BroadcastOutboxTable[]> {
+    }): Promise<{ fanOuts: BroadcastOutboxTable[]; rows: BroadcastOutboxTable[] }> {
       const now = options.now.toISOString();
       const busy =
         options.busy.length === 0
@@ -46,11 +49,26 @@ export function createOutboxRepository(storage: Storage) {
           returning *`.execute(db);
         return result.rows;
       };
-      // Fan-out rows first (whoever is busy: the worker hands back the parts it cannot send now),
-      // then rows of one destination; each statement reads one ordered range of the claim index.
-      const fanOuts = await claimOf('fanout', options.limit, sql``);
-      if (fanOuts.length === options.limit) return fanOuts;
-      return [...fanOuts, ...(await claimOf('pending', options.limit - fanOuts.length, busy))];
+      // Fan-out rows (whoever is busy: the worker keeps the parts it cannot send now until it can),
+      // then rows of one destination, each with a limit of its own so neither kind starves the
+      // other; each statement reads one ordered range of the claim index.
+      const fanOuts = options.fanOutLimit > 0 ? await claimOf('fanout', options.fanOutLimit, sql``) : [];
+      const rows = options.limit > 0 ? await claimOf('pending', options.limit, busy) : [];
+      return { fanOuts, rows };
+    },
+
+    /**
+     * Claimed again while this worker still holds it (its lease ran out while a part waited for a
+     * busy destination): the claim's attempt is given back; the lease it renewed is kept.
+     */
+    async uncount(ids: readonly string[], owner: string): Promise<void> {
+      if (ids.length === 0) return;
+      await db
+        .updateTable('broadcast_outbox')
+        .set({ attempts: sql<number>`attempts - 1` })
+        .where('id', 'in', ids)
+        .where('leased_by', '=', owner)
+        .execute();
     },
 
     /** Delivered: the rows are done with. */

@@ -282,17 +282,28 @@ export function createBroadcastWorker(options: {
     const rows = [...groups.values()].flat();
     const free = settings.concurrency - busy.size - groups.size;
     const due = databaseBacklog || now.getTime() - lastDatabaseClaim >= settings.poll_interval_ms;
+    /** Parts claimed for destinations that cannot be sent to now, queued for them. */
+    let parked = 0;
     if (free > 0 && due) {
       lastDatabaseClaim = now.getTime();
       const excludedNow = [...skip, ...groups.keys()];
-      const stored = await repository.claim({
-        limit: settings.claim_batch,
+      // Fan-out rows' parts for busy destinations wait in memory: none are claimed while the
+      // hand-off holds half its bound, and at most half a claim's worth at a time.
+      const fanOutLimit =
+        handoffSize < MAX_HANDOFF_ROWS / 2 ? Math.max(1, Math.floor(settings.claim_batch / 2)) : 0;
+      const claimLimit = settings.claim_batch;
+      const claimedNow = await repository.claim({
+        limit: claimLimit,
+        fanOutLimit,
         now,
         leaseUntil: new Date(now.getTime() + settings.lease_ms),
         owner,
         busy: excludedNow,
       });
-      databaseBacklog = stored.length === settings.claim_batch;
+      databaseBacklog =
+        claimedNow.rows.length === claimLimit ||
+        (fanOutLimit > 0 && claimedNow.fanOuts.length === fanOutLimit);
+      const stored = [...claimedNow.fanOuts, ...claimedNow.rows];
       // A fan-out row is claimed whoever its destinations are: its parts for a destination not to
       // be sent to now wait for it in memory, as handed-over rows do (or in the database while it
       // is paused), rather than split the row.
@@ -304,6 +315,8 @@ export function createBroadcastWorker(options: {
         else claimed.push(row);
       }
       enqueue(notNow, now.getTime());
+      await repository.uncount(outbox.takeReclaimed(), owner);
+      parked = notNow.length;
       for (const row of claimed) {
         claimedFromDatabase.add(row.destination_id);
         rows.push(row);
@@ -312,7 +325,8 @@ export function createBroadcastWorker(options: {
         else groups.set(row.destination_id, [row]);
       }
     }
-    if (rows.length === 0) return 0;
+    // Parts queued for busy destinations count: the loop claims on while the database has more.
+    if (rows.length === 0) return parked;
     for (const row of rows) held.add(row.id);
     // At most `concurrency` destinations at once: the groups beyond the free slots go back (a
     // fan-out row's parts wait for their destination in memory instead).
@@ -359,7 +373,7 @@ export function createBroadcastWorker(options: {
         });
       busy.set(destinationId, task);
     }
-    return rows.length;
+    return rows.length + parked;
   }
 
   /**

@@ -185,6 +185,25 @@ describe('outbox repository: settling a fan-out row', () => {
     fanout: 'd1,d2',
   });
 
+  it('gives back the attempt of a row claimed again by the worker that holds it, and only then', async () => {
+    const { db } = gateway.services.storage;
+    const repository = createOutboxRepository(gateway.services.storage);
+    const mine = fanOutRow('me');
+    const theirs = fanOutRow('other');
+    await db.insertInto('broadcast_outbox').values([mine, theirs]).execute();
+    await repository.uncount([mine.id, theirs.id], 'me');
+    const attempts = await db
+      .selectFrom('broadcast_outbox')
+      .select(['id', 'attempts'])
+      .where('id', 'in', [mine.id, theirs.id])
+      .execute();
+    assert.deepEqual(Object.fromEntries(attempts.map((row) => [row.id, row.attempts])), {
+      [mine.id]: 0,
+      [theirs.id]: 1,
+    });
+    await db.deleteFrom('broadcast_outbox').where('id', 'in', [mine.id, theirs.id]).execute();
+  });
+
   it('replaces the row with the kept parts only while this worker holds its lease', async () => {
     const { db } = gateway.services.storage;
     const repository = createOutboxRepository(gateway.services.storage);

@@ -164,9 +164,15 @@ describe('fan-out outbox bookkeeping', () => {
     const { calls, repository } = recordingRepository();
     const outbox = createFanoutOutbox(repository);
     const row = fanOutRow(['d1', 'd2']);
-    assert.equal(outbox.expand([row]).length, 2);
+    const [, waiting] = outbox.expand([row]) as [BroadcastOutboxTable, BroadcastOutboxTable];
     await outbox.remove([`${row.id}/d1`], 'me');
-    assert.deepEqual(outbox.expand([{ ...row, attempts: 3 }]), []);
+    assert.deepEqual(outbox.takeReclaimed(), []);
+    const renewed = '2030-01-01T00:09:00.000Z';
+    assert.deepEqual(outbox.expand([{ ...row, attempts: 3, lease_until: renewed }]), []);
+    // The part still waiting carries the renewed lease; the worker is told to give the attempt back.
+    assert.equal(waiting.lease_until, renewed);
+    assert.deepEqual(outbox.takeReclaimed(), [row.id]);
+    assert.deepEqual(outbox.takeReclaimed(), []);
     await outbox.remove([`${row.id}/d2`], 'me');
     assert.deepEqual(calls, [['removeHeld', [row.id], 'me']]);
     // Settled: a later claim of the same row (another worker's, handed back) is its own again.
