@@ -145,7 +145,7 @@ export function outboxRowsFor(options: {
 }
 
 /** How a fan-out row's `destination_id` starts (destination ids are UUIDs). */
-export const FANOUT_MARK = '*';
+const FANOUT_MARK = '*';
 
 /**
  * A fan-out row as one row per destination, as the worker delivers them: each part has the

@@ -2,6 +2,11 @@ import { sql } from 'kysely';
 import type { Storage } from '../storage/database.js';
 import type { BroadcastOutboxTable, ObservabilityDestinationTable } from '../storage/database-schema.js';
 
+/** A row's status as listed and counted: a fan-out row is pending (for each destination it lists). */
+export const listedStatus = sql<
+  'pending' | 'dead'
+>`case when status = 'fanout' then 'pending' else status end`;
+
 /** The longest error text kept on a row. */
 const MAX_ERROR_CHARS = 1_000;
 const errorText = (message: string) => message.replaceAll('\u0000', '').slice(0, MAX_ERROR_CHARS);
@@ -196,12 +201,12 @@ export function createOutboxRepository(storage: Storage) {
         .selectFrom('broadcast_outbox')
         // A fan-out row is pending, once per destination it lists.
         .select([
-          sql<string>`case when status = 'fanout' then 'pending' else status end`.as('status'),
+          listedStatus.as('status'),
           sql<string>`sum(case when fanout is null then 1 else length(fanout) - length(replace(fanout, ',', '')) + 1 end)`.as(
             'count',
           ),
         ])
-        .groupBy(sql`case when status = 'fanout' then 'pending' else status end`)
+        .groupBy(listedStatus)
         .execute();
       return rows.map((row) => ({ status: row.status, count: Number(row.count) }));
     },

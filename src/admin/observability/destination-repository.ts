@@ -1,4 +1,5 @@
 import { type ExpressionBuilder, type Kysely, sql } from 'kysely';
+import { listedStatus } from '../../broadcast/outbox-repository.js';
 import type { Storage } from '../../storage/database.js';
 import type { BroadcastOutboxTable, Database } from '../../storage/database-schema.js';
 import { lockWorkspaceRow } from '../workspaces/workspace-repository.js';
@@ -156,7 +157,7 @@ export function createDestinationRepository(storage: Storage) {
         .select([
           'id',
           'generation_id',
-          sql<DeliveryStatus>`case when status = 'fanout' then 'pending' else status end`.as('status'),
+          listedStatus.as('status'),
           'attempts',
           'next_attempt_at',
           'last_status',
