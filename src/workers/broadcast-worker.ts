@@ -280,6 +280,31 @@ export function createBroadcastWorker(options: {
     const skip = new Set(excluded(now.getTime()));
     const groups = takeHandoff(settings.concurrency - busy.size, skip, now.getTime());
     const rows = [...groups.values()].flat();
+    /**
+     * Rows taken in hand (handed over or claimed, all leased to this worker) and neither started,
+     * queued nor handed back yet. A statement that fails before they are started puts them back in
+     * their destinations' queues: dropped, a plain row would wait for its lease, and a fan-out row
+     * whose parts are dropped would stay open here — claimed back, never expanded again.
+     */
+    let inHand: BroadcastOutboxTable[] = rows;
+    try {
+      return await claimAndStart(now, skip, groups, rows, (taken) => {
+        inHand = taken;
+      });
+    } catch (error) {
+      for (const row of inHand) held.delete(row.id);
+      enqueue(inHand, now.getTime());
+      throw error;
+    }
+  }
+
+  async function claimAndStart(
+    now: Date,
+    skip: ReadonlySet<string>,
+    groups: Map<string, BroadcastOutboxTable[]>,
+    rows: BroadcastOutboxTable[],
+    holding: (rows: BroadcastOutboxTable[]) => void,
+  ): Promise<number> {
     const free = settings.concurrency - busy.size - groups.size;
     const due = databaseBacklog || now.getTime() - lastDatabaseClaim >= settings.poll_interval_ms;
     /** Parts claimed for destinations that cannot be sent to now, queued for them. */
@@ -315,6 +340,7 @@ export function createBroadcastWorker(options: {
         else claimed.push(row);
       }
       enqueue(notNow, now.getTime());
+      holding([...rows, ...claimed]);
       await repository.uncount(outbox.takeReclaimed(), owner);
       parked = notNow.length;
       for (const row of claimed) {
@@ -339,12 +365,15 @@ export function createBroadcastWorker(options: {
     const fanOutParts = beyond.filter((row) => outbox.isPart(row.id));
     enqueue(fanOutParts, now.getTime());
     const returned = beyond.filter((row) => !outbox.isPart(row.id));
+    const starting = started.flatMap(([, group]) => group);
+    holding([...starting, ...returned]);
     if (returned.length > 0) {
       await outbox.release(
         returned.map((row) => row.id),
         owner,
       );
     }
+    holding(starting);
     const destinations = await destinationsOf(started.map(([id]) => id));
     for (const [destinationId, group] of started) {
       let failedUnexpectedly = false;

@@ -1,5 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
+import { setTimeout } from 'node:timers/promises';
+import { sql } from 'kysely';
 import { idempotencyKeyOf } from '../../src/broadcast/outbox-events.js';
 import { createOutboxRepository } from '../../src/broadcast/outbox-repository.js';
 import type { BroadcastOutboxTable } from '../../src/storage/database-schema.js';
@@ -154,6 +156,32 @@ describe('broadcast fan-out rows', () => {
       dead.body.data.map((entry: { id: string }) => entry.id),
       [row.id],
     );
+  });
+
+  it('keeps the parts it took when a statement fails before they are sent, and sends them once it works again', async () => {
+    const { gateway, key } = await gatewayWith();
+    const hooks = [await receiver(), await receiver()];
+    for (const [n, hook] of hooks.entries()) await createWebhook(gateway, hook, { name: `hook ${n}` });
+    // A first generation loads the workspace policy (kept for a minute) and the destination rows
+    // the worker caches for a second.
+    assert.equal((await chat(gateway, key)).status, 200);
+    await waitUntil('the first deliveries', () => hooks.every((hook) => hook.deliveries().length === 1));
+    await setTimeout(1_100);
+    const db = gateway.services.storage.db;
+    // The worker reads the destinations it sends to after it has expanded the fan-out row: with
+    // their table away, that statement fails with the parts in hand.
+    await sql`alter table observability_destinations rename to observability_destinations_away`.execute(db);
+    try {
+      assert.equal((await chat(gateway, key)).status, 200);
+      await gateway.services.generations.flush();
+      // Lingers of 20 ms and polls of 20 ms: a dozen passes fail meanwhile.
+      await setTimeout(300);
+      assert.equal(hooks[0]?.deliveries().length, 1);
+    } finally {
+      await sql`alter table observability_destinations_away rename to observability_destinations`.execute(db);
+    }
+    await waitUntil('the second deliveries', () => hooks.every((hook) => hook.deliveries().length === 2));
+    await waitUntil('an empty outbox', async () => (await outboxRows(gateway)).length === 0);
   });
 });
 
