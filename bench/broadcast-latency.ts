@@ -15,16 +15,24 @@ import {
   stopAll,
 } from './bench-processes.js';
 import { enableBroadcast, startBroadcastReceivers, waitForDrain } from './broadcast-receivers.js';
+import { steadyLoad } from './steady-load.js';
 
 /**
  * What broadcast adds to request latency, measured so the host's drift cannot pass for it: gateways
  * of this checkout — one without destinations, one with them (default settings), and one more per
  * `--variant` with them — run side by side on the proxy CPU, and take turns: each round loads one
- * gateway at a time at a steady rate (4 connections), then waits until its outbox is empty before
- * the next one starts, so no gateway's deliveries overlap another's window. Medians over the rounds
- * are printed, with each gateway's peak RSS.
+ * gateway at a time at a steady rate, then waits until its outbox is empty before the next one
+ * starts, so no gateway's deliveries overlap another's window. Medians over the rounds are printed,
+ * then percentiles over every round's requests together (a round's p99 is its ~10 slowest
+ * requests, which one host hiccup decides) with the share over 10 ms, and each gateway's peak RSS.
+ *
+ * `--arrivals steady` (the default) sends a request every 1000/rate ms and times each from when it
+ * was due (bench/steady-load.ts): requests arriving at that rate, as a gateway's clients send them.
+ * `--arrivals bursts` is autocannon's `overallRate`: each second's requests back to back on 4
+ * connections at the start of the second, then idle — a saturating burst every second.
  *
  *   node --import tsx bench/broadcast-latency.ts [--rounds 5] [--seconds 5] [--rate 200]
+ *     [--arrivals steady|bursts]
  *     [--broadcast webhook,otel-collector,langfuse] [--variant "broadcast.delivery_thread=false"]…
  *     [--gateway-cpus 0,1]
  *
@@ -37,6 +45,7 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '5' },
     seconds: { type: 'string', default: '5' },
     rate: { type: 'string', default: '200' },
+    arrivals: { type: 'string', default: 'steady' },
     broadcast: { type: 'string', default: 'webhook,otel-collector,langfuse' },
     /** `[broadcast.]<key>=<value>[,…]`: the settings of one more broadcasting gateway; repeatable. */
     variant: { type: 'string', multiple: true },
@@ -57,6 +66,8 @@ const positive = (name: string, text: string | undefined): number => {
 const rounds = positive('rounds', values.rounds);
 const seconds = positive('seconds', values.seconds);
 const rate = positive('rate', values.rate);
+if (values.arrivals !== 'steady' && values.arrivals !== 'bursts')
+  fail(`--arrivals is steady or bursts, got "${values.arrivals}"`);
 const broadcastTypes = values.broadcast.split(',').filter(Boolean);
 if (broadcastTypes.length === 0) fail('--broadcast names no destination type');
 const root = fileURLToPath(new URL('..', import.meta.url));
@@ -84,6 +95,8 @@ interface Contender {
   gateway?: LaunchedGateway;
   p50: number[];
   p99: number[];
+  /** Every round's latencies, for percentiles over the whole run (one round's p99 is ~10 requests). */
+  all: Float64Array[];
   cpu: number[];
   /**
    * The main thread's own CPU per request: the request thread, without the delivery, SQLite or GC
@@ -95,7 +108,16 @@ interface Contender {
 const scratch = mkdtempSync(join(tmpdir(), 'switchyard-broadcast-latency-'));
 const baseConfig = readFileSync(join(root, 'bench/inference-config.yaml'), 'utf8');
 const contenders: Contender[] = [
-  { name: 'no destinations', broadcast: false, configRoot: root, p50: [], p99: [], cpu: [], mainCpu: [] },
+  {
+    name: 'no destinations',
+    broadcast: false,
+    configRoot: root,
+    p50: [],
+    p99: [],
+    all: [],
+    cpu: [],
+    mainCpu: [],
+  },
   ...['', ...(values.variant ?? [])].map((variant, index) => {
     const configRoot = join(scratch, `variant-${index}`);
     mkdirSync(join(configRoot, 'bench'), { recursive: true });
@@ -110,6 +132,7 @@ const contenders: Contender[] = [
       configRoot,
       p50: [],
       p99: [],
+      all: [],
       cpu: [],
       mainCpu: [],
     };
@@ -123,32 +146,60 @@ const payload = JSON.stringify({
 });
 
 interface Window {
-  result: autocannon.Result;
+  requests: number;
+  failed: number;
   /** Per-response times in ms, sorted (autocannon's own percentiles are whole milliseconds). */
   latencies: Float64Array;
 }
 
-function load(gateway: LaunchedGateway, duration: number): Promise<Window> {
+const headersOf = (gateway: LaunchedGateway) => ({
+  authorization: `Bearer ${gateway.key}`,
+  'content-type': 'application/json',
+});
+
+/** `--arrivals steady`: a request every 1000/rate ms, timed from when it was due (bench/steady-load.ts). */
+async function steady(gateway: LaunchedGateway, duration: number): Promise<Window> {
+  const { latencies, sent, failed } = await steadyLoad({
+    origin: gateway.origin,
+    path: '/api/v1/chat/completions',
+    headers: headersOf(gateway),
+    body: payload,
+    rate,
+    seconds: duration,
+  });
+  return { requests: sent, failed, latencies };
+}
+
+/** `--arrivals bursts`: autocannon's per-second quota, i.e. each second's requests back to back on 4 connections. */
+function bursts(gateway: LaunchedGateway, duration: number): Promise<Window> {
   const latencies: number[] = [];
   return new Promise((done, reject) => {
     const instance = autocannon(
       {
         url: `${gateway.origin}/api/v1/chat/completions`,
         method: 'POST',
-        headers: { authorization: `Bearer ${gateway.key}`, 'content-type': 'application/json' },
+        headers: headersOf(gateway),
         body: payload,
         connections: 4,
         overallRate: rate,
         duration,
       },
       (error, result) =>
-        error ? reject(error) : done({ result, latencies: Float64Array.from(latencies).sort() }),
+        error
+          ? reject(error)
+          : done({
+              requests: result.requests.total,
+              failed: result.non2xx + result.errors,
+              latencies: Float64Array.from(latencies).sort(),
+            }),
     );
     instance.on('response', (_client, status, _bytes, time) => {
       if (status >= 200 && status < 300) latencies.push(time);
     });
   });
 }
+
+const load = values.arrivals === 'bursts' ? bursts : steady;
 
 const median = (figures: number[]) =>
   [...figures].sort((a, b) => a - b)[Math.floor(figures.length / 2)] ?? NaN;
@@ -186,7 +237,7 @@ try {
     }
   }
   console.log(
-    `broadcast latency on CPU ${gatewayCpus}: chat at ${rate} req/s (4 connections), ${seconds} s per gateway ` +
+    `broadcast latency on CPU ${gatewayCpus}: chat at ${rate} req/s (${values.arrivals === 'bursts' ? "autocannon's per-second bursts, 4 connections" : 'steady arrivals'}), ${seconds} s per gateway ` +
       `and round, ${rounds} rounds; destinations: ${broadcastTypes.join(', ')}`,
   );
   // Warm-up: JIT, pools, the receivers' connections.
@@ -202,20 +253,18 @@ try {
       const pid = gateway.child.pid as number;
       const before = cpuSeconds(pid);
       const mainBefore = cpuSeconds(pid, pid);
-      const { result, latencies } = await load(gateway, seconds);
+      const { requests, failed, latencies } = await load(gateway, seconds);
       const p50 = percentile(latencies, 0.5);
       const p99 = percentile(latencies, 0.99);
-      const micros = ((cpuSeconds(pid) - before) * 1e6) / Math.max(1, result.requests.total);
-      const failed = result.non2xx + result.errors;
+      const micros = ((cpuSeconds(pid) - before) * 1e6) / Math.max(1, requests);
       contender.p50.push(p50);
       contender.p99.push(p99);
+      contender.all.push(latencies);
       // Delivering the window's events belongs to it: the next gateway starts on an idle CPU.
       const left = await waitForDrain(gateway.origin, 120_000, 250);
       if (left > 0) fail(`${contender.name}: outbox not drained after 120 s (${left} pending)`);
-      contender.cpu.push(((cpuSeconds(pid) - before) * 1e6) / Math.max(1, result.requests.total));
-      contender.mainCpu.push(
-        ((cpuSeconds(pid, pid) - mainBefore) * 1e6) / Math.max(1, result.requests.total),
-      );
+      contender.cpu.push(((cpuSeconds(pid) - before) * 1e6) / Math.max(1, requests));
+      contender.mainCpu.push(((cpuSeconds(pid, pid) - mainBefore) * 1e6) / Math.max(1, requests));
       cells.push(
         `${contender.name} p50 ${p50.toFixed(2)} ms p99 ${p99.toFixed(2)} ms ` +
           `(${micros.toFixed(0)} µs CPU/req in the window)${failed > 0 ? `, ${failed} failed` : ''}`,
@@ -224,12 +273,16 @@ try {
     console.log(`round ${round}: ${cells.join('; ')}`);
   }
   console.log(
-    '\n| gateway | p50 ms | p99 ms | CPU µs per request (deliveries included) | of it, main thread | peak RSS MB |',
+    '\n| gateway | p50 ms | p99 ms | all rounds: p99 ms | p99.9 ms | over 10 ms | CPU µs per request (deliveries included) | of it, main thread | peak RSS MB |',
   );
-  console.log('| --- | ---: | ---: | ---: | ---: | ---: |');
+  console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
   for (const contender of contenders) {
+    const all = Float64Array.from(contender.all.flatMap((round) => [...round])).sort();
+    const slow = all.filter((latency) => latency > 10).length;
     console.log(
       `| ${contender.name} | ${median(contender.p50).toFixed(2)} | ${median(contender.p99).toFixed(2)} | ` +
+        `${percentile(all, 0.99).toFixed(2)} | ${percentile(all, 0.999).toFixed(2)} | ` +
+        `${((slow / Math.max(1, all.length)) * 100).toFixed(2)}% | ` +
         `${median(contender.cpu).toFixed(0)} | ${median(contender.mainCpu).toFixed(0)} | ${peakRssMegabytes(contender.gateway?.child.pid as number)?.toFixed(0) ?? '–'} |`,
     );
   }
