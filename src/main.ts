@@ -4,6 +4,7 @@ import { MAX_USD_AMOUNT, usdToNanos } from './billing/money.js';
 import type { Config } from './config/config-schema.js';
 import { ConfigError, loadConfig } from './config/load-config.js';
 import { applyHeapGrowth } from './platform/heap-growth.js';
+import { lowerHelperThreads } from './platform/helper-threads.js';
 
 const help = `switchyard — self-hosted model gateway
 
@@ -27,7 +28,14 @@ class UsageError extends Error {}
 
 async function serve(config: Config): Promise<void> {
   applyHeapGrowth(config.heap_growth_percent);
+  // Before the app starts its own threads (SQLite, delivery): those keep the priority they choose.
+  const helpers = lowerHelperThreads(config.helper_thread_niceness);
   const { app } = await buildApp({ config });
+  if (helpers)
+    app.log.info(
+      { niceness: config.helper_thread_niceness, ...helpers },
+      'helper threads lowered below the request thread',
+    );
   let closing = false;
   const shutdown = (signal: string) => {
     if (closing) return;

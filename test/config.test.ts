@@ -194,6 +194,11 @@ describe('loadConfig', () => {
         () => loadConfig({ SWITCHYARD_CONFIG: file('heap_growth_percent: 12.5\n') }),
         /heap_growth_percent/,
       );
+      configError(
+        () => loadConfig({ SWITCHYARD_CONFIG: file('helper_thread_niceness: 20\n') }),
+        /helper_thread_niceness/,
+        /<= 19/,
+      );
     });
 
     it('refuses a broadcast batch linger longer than a quarter of the lease, naming both settings', () => {

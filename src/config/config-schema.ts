@@ -121,6 +121,12 @@ export const ConfigSchema = Type.Object(
      */
     heap_growth_percent: Type.Integer({ minimum: 0, maximum: 300 }),
     /**
+     * The nice value the process's helper threads (V8's GC and compiler workers, libuv's pool) are
+     * lowered to at start, so that on a busy core the request thread runs first; `0` leaves them.
+     * Linux only. See src/platform/helper-threads.ts.
+     */
+    helper_thread_niceness: Type.Integer({ minimum: 0, maximum: 19 }),
+    /**
      * SQLite: checkpoint the WAL from a worker thread, so the two fsyncs of a checkpoint never run
      * inside a commit on the event loop (src/storage/sqlite-checkpointer.ts). Ignored on PostgreSQL.
      */
@@ -219,6 +225,7 @@ export const defaultConfig: Static<typeof ConfigSchema> = {
   },
   shutdown_timeout_ms: 10_000,
   heap_growth_percent: 20,
+  helper_thread_niceness: 10,
   sqlite_background_checkpoint: true,
   sqlite_thread: false,
   broadcast: {
