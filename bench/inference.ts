@@ -19,6 +19,7 @@ import {
   waitUntilReady,
 } from './bench-processes.js';
 import { enableBroadcast, reportBroadcast, startBroadcastReceivers } from './broadcast-receivers.js';
+import { steadyLoad } from './steady-load.js';
 
 const { values } = parseArgs({
   options: {
@@ -49,7 +50,10 @@ interface Scenario {
   upstreamPath: string;
   gatewayPath: string;
   streaming: boolean;
-  /** Requests per second across all connections; unset means as fast as the target answers. */
+  /**
+   * Requests per second, evenly spaced and sent whether or not earlier ones have answered
+   * (bench/steady-load.ts; at most `connections` in flight); unset means as fast as the target answers.
+   */
   overallRate?: number;
 }
 
@@ -111,8 +115,8 @@ const scenarios: Scenario[] = [
     // Latency below saturation: what a request waits when the gateway has CPU to spare (the load an
     // instance runs at in practice). The --broadcast comparison reads this row.
     key: 'steady',
-    title: '6. chat at a steady 200 req/s, 4 connections',
-    connections: 4,
+    title: '6. chat at a steady 200 req/s (evenly spaced arrivals)',
+    connections: 32,
     overallRate: 200,
     body: JSON.stringify(chatRequest),
     upstreamPath: '/v1/chat/completions',
@@ -252,13 +256,13 @@ async function untilIdle(pid: number): Promise<void> {
 }
 
 async function load(target: Target, scenario: Scenario): Promise<Measurement> {
+  if (scenario.overallRate) return loadSteadily(target, scenario, scenario.overallRate);
   const options: autocannon.Options = {
     url: `${target.origin}${target.path(scenario)}`,
     method: 'POST',
     headers: target.headers,
     body: scenario.body,
     connections: scenario.connections,
-    ...(scenario.overallRate ? { overallRate: scenario.overallRate } : {}),
   };
   await runAutocannon({ ...options, duration: WARMUP_SECONDS });
   // The warm-up's dropped connections may still be queued at a saturated target, their requests
@@ -295,6 +299,39 @@ async function load(target: Target, scenario: Scenario): Promise<Measurement> {
     firstOnConnectionMax,
     connectionsAnswered: connections.size,
     laterP99: percentile(Float64Array.from(later).sort(), 0.99),
+  };
+}
+
+/**
+ * A load at a steady rate (autocannon's `overallRate` would send each second's requests in a burst
+ * at its start): the figures are those of requests arriving at that rate.
+ */
+async function loadSteadily(target: Target, scenario: Scenario, rate: number): Promise<Measurement> {
+  const options = {
+    origin: target.origin,
+    path: target.path(scenario),
+    headers: target.headers,
+    body: scenario.body,
+    rate,
+    connections: scenario.connections,
+  };
+  await steadyLoad({ ...options, seconds: WARMUP_SECONDS });
+  if (target.pid !== null) await untilIdle(target.pid);
+  const cpuBefore = target.pid === null ? 0 : cpuSeconds(target.pid);
+  const startedAt = performance.now();
+  const { latencies, sent, failed } = await steadyLoad({ ...options, seconds: duration });
+  const seconds = (performance.now() - startedAt) / 1000;
+  const cpu = target.pid === null ? null : cpuSeconds(target.pid) - cpuBefore;
+  return {
+    requestsPerSecond: sent / seconds,
+    p50: percentile(latencies, 0.5),
+    p99: percentile(latencies, 0.99),
+    cpuMicros: cpu === null || sent === 0 ? null : (cpu * 1e6) / sent,
+    cpuBusy: cpu === null ? null : (cpu / seconds) * 100,
+    failures: failed,
+    firstOnConnectionMax: Number.NEGATIVE_INFINITY,
+    connectionsAnswered: 0,
+    laterP99: Number.NaN,
   };
 }
 
