@@ -26,8 +26,9 @@ import { steadyLoad } from './steady-load.js';
  * then percentiles over every round's requests together (a round's p99 is its ~10 slowest
  * requests, which one host hiccup decides) with the share over 10 ms, and each gateway's peak RSS.
  *
- * `--arrivals steady` (the default) sends a request every 1000/rate ms and times each from when it
- * was due (bench/steady-load.ts): requests arriving at that rate, as a gateway's clients send them.
+ * `--arrivals steady` (the default) sends a request every 1000/rate ms without waiting for earlier
+ * answers, each timed from when it is handed to the connection pool (bench/steady-load.ts):
+ * requests arriving at that rate, as a gateway's clients send them.
  * `--arrivals bursts` is autocannon's `overallRate`: each second's requests back to back on 4
  * connections at the start of the second, then idle — a saturating burst every second.
  *
@@ -157,7 +158,7 @@ const headersOf = (gateway: LaunchedGateway) => ({
   'content-type': 'application/json',
 });
 
-/** `--arrivals steady`: a request every 1000/rate ms, timed from when it was due (bench/steady-load.ts). */
+/** `--arrivals steady`: a request every 1000/rate ms, open loop (bench/steady-load.ts). */
 async function steady(gateway: LaunchedGateway, duration: number): Promise<Window> {
   const { latencies, sent, failed } = await steadyLoad({
     origin: gateway.origin,

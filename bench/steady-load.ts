@@ -5,8 +5,9 @@ import { Pool } from 'undici';
  * An open-loop load at a steady rate: one request every 1000/rate ms, sent when due whether or not
  * the earlier ones have answered (a stall of the server is counted in every request it delays, not
  * hidden by a client that waits for it — coordinated omission). Each is timed from when it was
- * handed to the connection pool: a request that waits for a free connection counts its wait, the
- * client timer's own lateness (up to a millisecond) does not.
+ * handed to the connection pool: a request that waits for a free connection counts its wait; the
+ * lateness of this client's own timer (whole milliseconds, and its event loop's turns) does not,
+ * since it says nothing of the server.
  * autocannon's `overallRate` is a quota per second instead: each second's requests go out back to
  * back at its start, then the connections idle, so a "200 req/s" load is a saturating burst of 200
  * every second — which times bursts, not requests arriving at that rate.

@@ -139,6 +139,10 @@ export function createBroadcastWorker(options: {
   let stopped = false;
   let started = false;
   let lastPurge = 0;
+  /** A pass failed: no queue is sent before this time (epoch ms), so a failing database is not asked in a spin. */
+  let retryAt = 0;
+  /** Fan-out rows claimed back while held whose attempt is still to be given back (see `expand`). */
+  let toUncount: string[] = [];
 
   function schedule(delayMs: number): void {
     if (stopped) return;
@@ -175,7 +179,8 @@ export function createBroadcastWorker(options: {
       if (busy.has(destinationId) || (pausedUntil.get(destinationId) ?? 0) > now) continue;
       due = Math.min(due, readyAt(queue));
     }
-    return due;
+    // After a failed pass its rows are queued again, ready: not before a poll interval.
+    return Math.max(due, retryAt);
   }
 
   /** Claims and starts deliveries while there is capacity; then waits for a poll or a wake-up. */
@@ -199,6 +204,7 @@ export function createBroadcastWorker(options: {
         } while (wakeRequested && !stopped);
       } catch (error) {
         logger.error({ err: error }, 'broadcast outbox could not be read; retrying');
+        retryAt = clock.now().getTime() + settings.poll_interval_ms;
       } finally {
         if (looping === run) looping = null;
         schedule(nextDelay());
@@ -292,7 +298,11 @@ export function createBroadcastWorker(options: {
         inHand = taken;
       });
     } catch (error) {
-      for (const row of inHand) held.delete(row.id);
+      for (const row of inHand) {
+        held.delete(row.id);
+        // Not being delivered to (busy destinations are not claimed for): nothing of theirs to ask for.
+        claimedFromDatabase.delete(row.destination_id);
+      }
       enqueue(inHand, now.getTime());
       throw error;
     }
@@ -341,7 +351,12 @@ export function createBroadcastWorker(options: {
       }
       enqueue(notNow, now.getTime());
       holding([...rows, ...claimed]);
-      await repository.uncount(outbox.takeReclaimed(), owner);
+      // Kept until the statement succeeds: a failed one is tried again at the next claim.
+      toUncount.push(...outbox.takeReclaimed());
+      if (toUncount.length > 0) {
+        await repository.uncount(toUncount, owner);
+        toUncount = [];
+      }
       parked = notNow.length;
       for (const row of claimed) {
         claimedFromDatabase.add(row.destination_id);

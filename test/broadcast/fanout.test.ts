@@ -182,6 +182,8 @@ describe('broadcast fan-out rows', () => {
     }
     await waitUntil('the second deliveries', () => hooks.every((hook) => hook.deliveries().length === 2));
     await waitUntil('an empty outbox', async () => (await outboxRows(gateway)).length === 0);
+    // Each event once: none was both kept in memory and delivered again from the database.
+    for (const hook of hooks) assert.equal(hook.deliveries().length, 2);
   });
 });
 
