@@ -255,6 +255,29 @@ async function untilIdle(pid: number): Promise<void> {
   }
 }
 
+/** A measuring window's rate, percentiles (of sorted latencies) and the target's CPU per request. */
+function windowFigures(
+  target: Target,
+  window: {
+    startedAt: number;
+    cpuBefore: number;
+    completed: number;
+    latencies: Float64Array;
+    failures: number;
+  },
+): Pick<Measurement, 'requestsPerSecond' | 'p50' | 'p99' | 'cpuMicros' | 'cpuBusy' | 'failures'> {
+  const seconds = (performance.now() - window.startedAt) / 1000;
+  const cpu = target.pid === null ? null : cpuSeconds(target.pid) - window.cpuBefore;
+  return {
+    requestsPerSecond: window.completed / seconds,
+    p50: percentile(window.latencies, 0.5),
+    p99: percentile(window.latencies, 0.99),
+    cpuMicros: cpu === null || window.completed === 0 ? null : (cpu * 1e6) / window.completed,
+    cpuBusy: cpu === null ? null : (cpu / seconds) * 100,
+    failures: window.failures,
+  };
+}
+
 async function load(target: Target, scenario: Scenario): Promise<Measurement> {
   if (scenario.overallRate) return loadSteadily(target, scenario, scenario.overallRate);
   const options: autocannon.Options = {
@@ -286,16 +309,14 @@ async function load(target: Target, scenario: Scenario): Promise<Measurement> {
     if (first) firstOnConnectionMax = Math.max(firstOnConnectionMax, milliseconds);
     else later.push(milliseconds);
   });
-  const seconds = (performance.now() - startedAt) / 1000;
-  const cpu = target.pid === null ? null : cpuSeconds(target.pid) - cpuBefore;
-  const sorted = Float64Array.from(latencies).sort();
   return {
-    requestsPerSecond: completed / seconds,
-    p50: percentile(sorted, 0.5),
-    p99: percentile(sorted, 0.99),
-    cpuMicros: cpu === null || completed === 0 ? null : (cpu * 1e6) / completed,
-    cpuBusy: cpu === null ? null : (cpu / seconds) * 100,
-    failures: result.errors + result.non2xx,
+    ...windowFigures(target, {
+      startedAt,
+      cpuBefore,
+      completed,
+      latencies: Float64Array.from(latencies).sort(),
+      failures: result.errors + result.non2xx,
+    }),
     firstOnConnectionMax,
     connectionsAnswered: connections.size,
     laterP99: percentile(Float64Array.from(later).sort(), 0.99),
@@ -320,15 +341,8 @@ async function loadSteadily(target: Target, scenario: Scenario, rate: number): P
   const cpuBefore = target.pid === null ? 0 : cpuSeconds(target.pid);
   const startedAt = performance.now();
   const { latencies, sent, failed } = await steadyLoad({ ...options, seconds: duration });
-  const seconds = (performance.now() - startedAt) / 1000;
-  const cpu = target.pid === null ? null : cpuSeconds(target.pid) - cpuBefore;
   return {
-    requestsPerSecond: sent / seconds,
-    p50: percentile(latencies, 0.5),
-    p99: percentile(latencies, 0.99),
-    cpuMicros: cpu === null || sent === 0 ? null : (cpu * 1e6) / sent,
-    cpuBusy: cpu === null ? null : (cpu / seconds) * 100,
-    failures: failed,
+    ...windowFigures(target, { startedAt, cpuBefore, completed: sent, latencies, failures: failed }),
     firstOnConnectionMax: Number.NEGATIVE_INFINITY,
     connectionsAnswered: 0,
     laterP99: Number.NaN,
