@@ -100,6 +100,13 @@ export function outboxRowsFor(options: {
    * and any worker claims them. Null when this instance runs no worker.
    */
   lease: { owner: string; until: Date } | null;
+  /**
+   * Keep the built event with each row (`eventOfBuiltRow`) for a worker that sends from this
+   * thread. Off when the delivery thread sends (it parses the payload text): kept, the event's
+   * whole object graph would live as long as the row lingers in the hand-off queue, and every
+   * scavenge of the request thread would copy it.
+   */
+  keepEvent: boolean;
 }): BroadcastOutboxTable[] {
   const { event, now } = options;
   // Destinations with the same privacy and flags receive the same text: serialized once.
@@ -139,7 +146,7 @@ export function outboxRowsFor(options: {
       fanout: single ? null : group.map((target) => target.id).join(','),
     };
     rows.push(row);
-    if (payload.event) builtEvents.set(row, payload.event);
+    if (payload.event && options.keepEvent) builtEvents.set(row, payload.event);
   }
   return rows;
 }

@@ -674,6 +674,7 @@ export function createGenerationService(options: {
                 until: new Date(clock.now().getTime() + config.broadcast.lease_ms),
               }
             : null,
+          keepEvent: Boolean(options.broadcastWorker) && !config.broadcast.delivery_thread,
         }),
     };
   }
