@@ -2,7 +2,6 @@ import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { traceOf } from '../../src/broadcast/build-event.js';
 import {
-  type BroadcastTarget,
   compileFilterRules,
   compileRule,
   eventForDestination,
@@ -11,21 +10,9 @@ import {
 } from '../../src/broadcast/destination-rules.js';
 import { fitPayload, MAX_PAYLOAD_CHARS } from '../../src/broadcast/outbox-events.js';
 import { backoffMs } from '../../src/workers/broadcast-worker.js';
-import { sampleEvent } from '../helpers/broadcast-fixtures.js';
+import { sampleEvent, sampleTarget } from '../helpers/broadcast-fixtures.js';
 
-const target = (overrides: Partial<BroadcastTarget> = {}): BroadcastTarget => ({
-  id: '11111111-2222-4333-8444-555555555555',
-  type: 'webhook',
-  keyHashes: null,
-  regions: new Set(['global']),
-  samplingRate: 1,
-  matches: null,
-  privacyMode: false,
-  cost: false,
-  identity: false,
-  requestContext: false,
-  ...overrides,
-});
+const target = sampleTarget;
 
 describe('filter rules', () => {
   const event = sampleEvent();

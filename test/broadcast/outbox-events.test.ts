@@ -1,25 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import type { BroadcastTarget } from '../../src/broadcast/destination-rules.js';
 import { eventOfBuiltRow, outboxRowsFor, partsOf } from '../../src/broadcast/outbox-events.js';
-import { sampleEvent } from '../helpers/broadcast-fixtures.js';
-
-const target = (id: string): BroadcastTarget => ({
-  id,
-  type: 'webhook',
-  keyHashes: null,
-  regions: new Set(['global']),
-  samplingRate: 1,
-  matches: null,
-  privacyMode: false,
-  cost: false,
-  identity: false,
-  requestContext: false,
-});
+import { sampleEvent, sampleTarget } from '../helpers/broadcast-fixtures.js';
 
 const rowsFor = (keepEvent: boolean) =>
   outboxRowsFor({
-    targets: [target('d-1'), target('d-2'), target('d-3')],
+    targets: ['d-1', 'd-2', 'd-3'].map((id) => sampleTarget({ id })),
     event: sampleEvent(),
     keyHash: 'a'.repeat(64),
     workspaceId: 'ws-1',

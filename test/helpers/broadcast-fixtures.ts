@@ -4,10 +4,28 @@ import { createServer, type IncomingMessage, type ServerResponse } from 'node:ht
 import type { AddressInfo } from 'node:net';
 import { gunzipSync } from 'node:zlib';
 import type { BroadcastEvent } from '../../src/broadcast/broadcast-event.js';
+import type { BroadcastTarget } from '../../src/broadcast/destination-rules.js';
 import { DeliveryError, type ExportContext, type OutboxItem } from '../../src/broadcast/destination-type.js';
 import { createExporterHttp, type ExporterHttp } from '../../src/broadcast/exporter-http.js';
 
 /** A complete event as the gateway builds it: bodies, cost, identity and request context included. */
+/** A destination as the request path sees it: a webhook taking every event, no flags. */
+export function sampleTarget(overrides: Partial<BroadcastTarget> = {}): BroadcastTarget {
+  return {
+    id: '11111111-2222-4333-8444-555555555555',
+    type: 'webhook',
+    keyHashes: null,
+    regions: new Set(['global']),
+    samplingRate: 1,
+    matches: null,
+    privacyMode: false,
+    cost: false,
+    identity: false,
+    requestContext: false,
+    ...overrides,
+  };
+}
+
 export function sampleEvent(overrides: Partial<BroadcastEvent> = {}): BroadcastEvent {
   return {
     v: 1,
