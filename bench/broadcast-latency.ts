@@ -33,9 +33,18 @@ import { steadyLoad } from './steady-load.js';
  * connections at the start of the second, then idle — a saturating burst every second.
  *
  *   node --import tsx bench/broadcast-latency.ts [--rounds 5] [--seconds 5] [--rate 200]
- *     [--arrivals steady|bursts]
+ *     [--arrivals steady|bursts] [--control]
  *     [--broadcast webhook,otel-collector,langfuse] [--variant "broadcast.delivery_thread=false"]…
  *     [--gateway-cpus 0,1]
+ *
+ * `--control` adds a second gateway without destinations, run in turn like the others: the spread
+ * between two identical gateways on this host, against which a broadcasting gateway's difference
+ * is read.
+ *
+ * Each window's garbage collections on the request thread are read from the gateway's `/metrics`
+ * (prom-client's `nodejs_gc_duration_seconds`, observed on the main isolate) before and after it:
+ * scavenges per 1,000 requests, their mean pause, and full collections. A scavenge stops the event
+ * loop for milliseconds, so at a steady rate the share of requests that meet one sets the p99.
  *
  * `--gateway-cpus` lets the gateways use more CPUs than the proxy CPU (a taskset list): how a
  * deployment without pinning runs, its threads spreading over the cores; the load generator and the
@@ -50,6 +59,8 @@ const { values } = parseArgs({
     broadcast: { type: 'string', default: 'webhook,otel-collector,langfuse' },
     /** `[broadcast.]<key>=<value>[,…]`: the settings of one more broadcasting gateway; repeatable. */
     variant: { type: 'string', multiple: true },
+    /** Adds a second gateway without destinations: how far two identical gateways differ here. */
+    control: { type: 'boolean', default: false },
     'gateway-cpus': { type: 'string' },
   },
 });
@@ -104,6 +115,39 @@ interface Contender {
    * helper threads (with `broadcast.delivery_thread=false` it includes the deliveries).
    */
   mainCpu: number[];
+  /** The request thread's garbage collections during the load windows, summed over the rounds. */
+  gc: GcTotals;
+  requests: number;
+}
+
+/** Count and total seconds of the request thread's collections, by prom-client's `kind` label. */
+type GcTotals = Record<'minor' | 'major' | 'incremental', { count: number; seconds: number }>;
+
+const noGc = (): GcTotals => ({
+  minor: { count: 0, seconds: 0 },
+  major: { count: 0, seconds: 0 },
+  incremental: { count: 0, seconds: 0 },
+});
+
+/** The gateway's GC totals so far, from its Prometheus text (`switchyard_nodejs_gc_duration_seconds`). */
+async function gcTotals(origin: string): Promise<GcTotals> {
+  const text = await (await fetch(`${origin}/metrics`)).text();
+  const totals = noGc();
+  const line =
+    /^switchyard_nodejs_gc_duration_seconds_(sum|count)\{kind="(minor|major|incremental)"\} (\S+)$/gm;
+  for (const [, field, kind, value] of text.matchAll(line)) {
+    const entry = totals[kind as keyof GcTotals];
+    if (field === 'sum') entry.seconds = Number(value);
+    else entry.count = Number(value);
+  }
+  return totals;
+}
+
+function addGc(into: GcTotals, after: GcTotals, before: GcTotals): void {
+  for (const kind of Object.keys(into) as Array<keyof GcTotals>) {
+    into[kind].count += after[kind].count - before[kind].count;
+    into[kind].seconds += after[kind].seconds - before[kind].seconds;
+  }
 }
 
 const scratch = mkdtempSync(join(tmpdir(), 'switchyard-broadcast-latency-'));
@@ -118,7 +162,25 @@ const contenders: Contender[] = [
     all: [],
     cpu: [],
     mainCpu: [],
+    gc: noGc(),
+    requests: 0,
   },
+  ...(values.control
+    ? [
+        {
+          name: 'no destinations (control)',
+          broadcast: false,
+          configRoot: root,
+          p50: [],
+          p99: [],
+          all: [],
+          cpu: [],
+          mainCpu: [],
+          gc: noGc(),
+          requests: 0,
+        },
+      ]
+    : []),
   ...['', ...(values.variant ?? [])].map((variant, index) => {
     const configRoot = join(scratch, `variant-${index}`);
     mkdirSync(join(configRoot, 'bench'), { recursive: true });
@@ -136,6 +198,8 @@ const contenders: Contender[] = [
       all: [],
       cpu: [],
       mainCpu: [],
+      gc: noGc(),
+      requests: 0,
     };
   }),
 ];
@@ -254,7 +318,10 @@ try {
       const pid = gateway.child.pid as number;
       const before = cpuSeconds(pid);
       const mainBefore = cpuSeconds(pid, pid);
+      const gcBefore = await gcTotals(gateway.origin);
       const { requests, failed, latencies } = await load(gateway, seconds);
+      addGc(contender.gc, await gcTotals(gateway.origin), gcBefore);
+      contender.requests += requests;
       const p50 = percentile(latencies, 0.5);
       const p99 = percentile(latencies, 0.99);
       const micros = ((cpuSeconds(pid) - before) * 1e6) / Math.max(1, requests);
@@ -274,9 +341,9 @@ try {
     console.log(`round ${round}: ${cells.join('; ')}`);
   }
   console.log(
-    '\n| gateway | p50 ms | p99 ms | all rounds: p99 ms | p99.9 ms | over 10 ms | CPU µs per request (deliveries included) | of it, main thread | peak RSS MB |',
+    '\n| gateway | p50 ms | p99 ms | all rounds: p99 ms | p99.9 ms | over 10 ms | CPU µs per request (deliveries included) | of it, main thread | scavenges per 1,000 requests | mean scavenge ms | full GCs | peak RSS MB |',
   );
-  console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
+  console.log('| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |');
   for (const contender of contenders) {
     const all = Float64Array.from(contender.all.flatMap((round) => [...round])).sort();
     const slow = all.filter((latency) => latency > 10).length;
@@ -284,7 +351,10 @@ try {
       `| ${contender.name} | ${median(contender.p50).toFixed(2)} | ${median(contender.p99).toFixed(2)} | ` +
         `${percentile(all, 0.99).toFixed(2)} | ${percentile(all, 0.999).toFixed(2)} | ` +
         `${((slow / Math.max(1, all.length)) * 100).toFixed(2)}% | ` +
-        `${median(contender.cpu).toFixed(0)} | ${median(contender.mainCpu).toFixed(0)} | ${peakRssMegabytes(contender.gateway?.child.pid as number)?.toFixed(0) ?? '–'} |`,
+        `${median(contender.cpu).toFixed(0)} | ${median(contender.mainCpu).toFixed(0)} | ` +
+        `${((contender.gc.minor.count * 1000) / Math.max(1, contender.requests)).toFixed(1)} | ` +
+        `${((contender.gc.minor.seconds * 1000) / Math.max(1, contender.gc.minor.count)).toFixed(2)} | ` +
+        `${contender.gc.major.count} | ${peakRssMegabytes(contender.gateway?.child.pid as number)?.toFixed(0) ?? '–'} |`,
     );
   }
 } finally {
