@@ -83,9 +83,19 @@ process.on('exit', () => {
 // Nor when it is stopped by a signal (Ctrl-C reaches the whole process group; `kill` does not).
 for (const signal of ['SIGTERM', 'SIGHUP'] as const) process.once(signal, () => process.exit(1));
 
-/** Starts node on one CPU (or a taskset list: "0,1"). taskset execs node in place, so the child's pid is node's. */
-export function startPinned(cpu: number | string, args: string[], env: Record<string, string>): ChildProcess {
-  const child = spawn('taskset', ['-c', String(cpu), process.execPath, ...args], {
+/**
+ * Starts node on one CPU (or a taskset list: "0,1"). taskset (and `nice`, when `niceness` is given)
+ * exec node in place, so the child's pid is node's, and every thread it starts inherits the niceness.
+ */
+export function startPinned(
+  cpu: number | string,
+  args: string[],
+  env: Record<string, string>,
+  niceness?: number,
+): ChildProcess {
+  const pinned = ['taskset', '-c', String(cpu), process.execPath, ...args];
+  const command = niceness === undefined ? pinned : ['nice', '-n', String(niceness), ...pinned];
+  const child = spawn(command[0] as string, command.slice(1), {
     env: { PATH: process.env.PATH ?? '', ...env },
     stdio: ['ignore', 'inherit', 'inherit'],
   });

@@ -3,6 +3,9 @@
 // the load CPU (broadcast-receivers-process.ts): their work is not charged to the gateway's CPU, and
 // it does not delay the load generator's event loop, which times the responses (receivers sharing
 // that loop added their request handling to the latencies measured for broadcasting gateways only).
+// They run at the lowest priority (nice 19): they stand in for services on other machines, so on the
+// shared load CPU the load generator and the fake upstream go first (at default priority a webhook
+// receiver's 200 requests/s delayed the timing of the broadcasting gateway's requests only).
 import { join } from 'node:path';
 import { freePort, startPinned, stop, waitUntilReady } from './bench-processes.js';
 
@@ -30,7 +33,7 @@ export function receiverAnswer(type: string): { status: number; body: string } {
   return { status: 200, body: '{}' };
 }
 
-/** Starts the receivers' process on `cpu` (the load CPU). */
+/** Starts the receivers' process on `cpu` (the load CPU), at nice 19. */
 export async function startBroadcastReceivers(
   root: string,
   types: string[],
@@ -55,6 +58,7 @@ export async function startBroadcastReceivers(
       String(port),
     ],
     {},
+    19,
   );
   await waitUntilReady(`${control}/health`, child, 'broadcast receivers');
   let exited: string | null = null;
