@@ -152,35 +152,22 @@ function addGc(into: GcTotals, after: GcTotals, before: GcTotals): void {
 
 const scratch = mkdtempSync(join(tmpdir(), 'switchyard-broadcast-latency-'));
 const baseConfig = readFileSync(join(root, 'bench/inference-config.yaml'), 'utf8');
+/** A gateway to load in turn, with empty figures. */
+const newContender = (name: string, broadcast: boolean, configRoot: string): Contender => ({
+  name,
+  broadcast,
+  configRoot,
+  p50: [],
+  p99: [],
+  all: [],
+  cpu: [],
+  mainCpu: [],
+  gc: noGc(),
+  requests: 0,
+});
 const contenders: Contender[] = [
-  {
-    name: 'no destinations',
-    broadcast: false,
-    configRoot: root,
-    p50: [],
-    p99: [],
-    all: [],
-    cpu: [],
-    mainCpu: [],
-    gc: noGc(),
-    requests: 0,
-  },
-  ...(values.control
-    ? [
-        {
-          name: 'no destinations (control)',
-          broadcast: false,
-          configRoot: root,
-          p50: [],
-          p99: [],
-          all: [],
-          cpu: [],
-          mainCpu: [],
-          gc: noGc(),
-          requests: 0,
-        },
-      ]
-    : []),
+  newContender('no destinations', false, root),
+  ...(values.control ? [newContender('no destinations (control)', false, root)] : []),
   ...['', ...(values.variant ?? [])].map((variant, index) => {
     const configRoot = join(scratch, `variant-${index}`);
     mkdirSync(join(configRoot, 'bench'), { recursive: true });
@@ -189,18 +176,11 @@ const contenders: Contender[] = [
       join(configRoot, 'bench/inference-config.yaml'),
       [baseConfig.trimEnd(), ...lines.broadcast, ...lines.top, ''].join('\n'),
     );
-    return {
-      name: `${broadcastTypes.length} destinations${variant ? ` (${variant})` : ''}`,
-      broadcast: true,
+    return newContender(
+      `${broadcastTypes.length} destinations${variant ? ` (${variant})` : ''}`,
+      true,
       configRoot,
-      p50: [],
-      p99: [],
-      all: [],
-      cpu: [],
-      mainCpu: [],
-      gc: noGc(),
-      requests: 0,
-    };
+    );
   }),
 ];
 
