@@ -9,6 +9,7 @@ import {
   cpuSeconds,
   type LaunchedGateway,
   launchGateway,
+  median,
   peakRssMegabytes,
   percentile,
   startFakeUpstream,
@@ -246,9 +247,6 @@ function bursts(gateway: LaunchedGateway, duration: number): Promise<Window> {
 
 const load = values.arrivals === 'bursts' ? bursts : steady;
 
-const median = (figures: number[]) =>
-  [...figures].sort((a, b) => a - b)[Math.floor(figures.length / 2)] ?? NaN;
-
 const { proxyCpu, loadCpu } = claimCpus(fail);
 const gatewayCpus = values['gateway-cpus'] ?? proxyCpu;
 if (!/^\d+(,\d+)*$/.test(String(gatewayCpus)))
@@ -333,7 +331,7 @@ try {
         `${((slow / Math.max(1, all.length)) * 100).toFixed(2)}% | ` +
         `${median(contender.cpu).toFixed(0)} | ${median(contender.mainCpu).toFixed(0)} | ` +
         `${((contender.gc.minor.count * 1000) / Math.max(1, contender.requests)).toFixed(1)} | ` +
-        `${((contender.gc.minor.seconds * 1000) / Math.max(1, contender.gc.minor.count)).toFixed(2)} | ` +
+        `${contender.gc.minor.count === 0 ? '–' : ((contender.gc.minor.seconds * 1000) / contender.gc.minor.count).toFixed(2)} | ` +
         `${contender.gc.major.count} | ${peakRssMegabytes(contender.gateway?.child.pid as number)?.toFixed(0) ?? '–'} |`,
     );
   }

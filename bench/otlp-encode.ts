@@ -1,5 +1,7 @@
+import { parseArgs } from 'node:util';
 import { encodeOtlpTraces } from '../src/broadcast/otlp-spans.js';
 import { sampleEvent } from '../test/helpers/broadcast-fixtures.js';
+import { median } from './bench-processes.js';
 
 /**
  * What encoding OTLP/JSON spans costs the delivery thread (webhook, otel-collector and the
@@ -9,10 +11,10 @@ import { sampleEvent } from '../test/helpers/broadcast-fixtures.js';
  *
  *   taskset -c 0 node --import tsx bench/otlp-encode.ts [--rounds 5]
  */
-const roundsAt = process.argv.indexOf('--rounds');
-const rounds = roundsAt > 0 ? Number(process.argv[roundsAt + 1]) : 5;
+const { values } = parseArgs({ options: { rounds: { type: 'string', default: '5' } } });
+const rounds = Number(values.rounds);
 if (!Number.isSafeInteger(rounds) || rounds <= 0) {
-  console.error('bench:otlp-encode: --rounds must be a positive integer');
+  console.error(`bench:otlp-encode: --rounds must be a positive integer, got "${values.rounds}"`);
   process.exit(1);
 }
 
@@ -54,8 +56,6 @@ for (let round = 1; round <= rounds; round += 1) {
     }),
   );
 }
-const median = (figures: number[]) =>
-  [...figures].sort((a, b) => a - b)[Math.floor(figures.length / 2)] ?? NaN;
 console.log(
   `\nmedian of ${rounds} rounds: ${median(batched).toFixed(1)} µs per span in batches of 100, ` +
     `${median(single).toFixed(1)} µs one span per request`,

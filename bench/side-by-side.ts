@@ -9,6 +9,7 @@ import {
   cpuSeconds,
   type LaunchedGateway,
   launchGateway,
+  median,
   peakRssMegabytes,
   startFakeUpstream,
   stopAll,
@@ -72,8 +73,6 @@ function run(gateway: LaunchedGateway, amount: number): Promise<autocannon.Resul
     );
   });
 }
-
-const median = (figures: number[]) => [...figures].sort((a, b) => a - b)[Math.floor(figures.length / 2)]!;
 
 // This process (the load generator) moves to the load CPU; children start pinned.
 const { proxyCpu, loadCpu } = claimCpus(fail);
