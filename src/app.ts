@@ -54,7 +54,10 @@ import { createBroadcastWorker } from './workers/broadcast-worker.js';
 
 export const API_PREFIX = '/api/v1';
 
-/** The delivery thread's nice value: the lowest priority, so requests on the same core go first. */
+/**
+ * The delivery thread's nice value: the lowest priority, so requests on the same core go first. It
+ * also runs SCHED_IDLE where it can (docs/decisions.md, "The delivery thread runs SCHED_IDLE").
+ */
 const DELIVERY_THREAD_NICENESS = 19;
 
 export interface Services {
@@ -232,6 +235,7 @@ export async function buildApp(options: BuildOptions): Promise<{ app: FastifyIns
           settings: {
             allowPrivateNetworks: config.broadcast.allow_private_networks,
             niceness: DELIVERY_THREAD_NICENESS,
+            idle: config.broadcast.delivery_thread_idle,
           },
           logger,
         })

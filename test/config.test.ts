@@ -215,6 +215,16 @@ describe('loadConfig', () => {
       assert.equal(loadConfig({}).broadcast.batch_linger_ms, 1000);
     });
 
+    it('runs the delivery thread SCHED_IDLE by default, and refuses a setting that is not a boolean', () => {
+      assert.equal(loadConfig({}).broadcast.delivery_thread_idle, true);
+      const off = loadConfig({ SWITCHYARD_CONFIG: file('broadcast:\n  delivery_thread_idle: false\n') });
+      assert.equal(off.broadcast.delivery_thread_idle, false);
+      configError(
+        () => loadConfig({ SWITCHYARD_CONFIG: file('broadcast:\n  delivery_thread_idle: sometimes\n') }),
+        /broadcast\.delivery_thread_idle/,
+      );
+    });
+
     it('refuses a providers section that is not a mapping', () => {
       configError(() => loadConfig({ SWITCHYARD_CONFIG: file('providers:\n  - openai\n') }), /providers/);
       configError(() => loadConfig({ SWITCHYARD_CONFIG: file('providers: openai\n') }), /providers/);

@@ -3,11 +3,11 @@
  * posts, with its own HTTP client, at a lowered scheduling priority so that on a busy core the
  * request thread runs first. It touches no database: the worker settles what it reports.
  */
-import { readlinkSync } from 'node:fs';
 import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
+import { currentThreadId, scheduleIdle } from '../platform/idle-scheduling.js';
 import { type DeliveryRequest, deliverBatch, deliveryErrorData } from './deliver-batch.js';
-import type { ThreadMessage, ThreadReply, ThreadSettings } from './delivery-thread.js';
+import type { ThreadMessage, ThreadPriority, ThreadReply, ThreadSettings } from './delivery-thread.js';
 import { createExporterHttp } from './exporter-http.js';
 
 const settings = workerData as ThreadSettings;
@@ -15,20 +15,23 @@ const port = parentPort;
 if (!port) throw new Error('delivery-thread-entry runs as a worker thread');
 
 /**
- * Lowers this thread's priority (its nice value; Linux schedules threads one by one, so the
- * request thread keeps its own). Returns the priority set, or why it could not be.
+ * Lowers this thread's priority: its nice value, then (when asked) the SCHED_IDLE policy. Linux
+ * schedules threads one by one, so the request thread keeps its own. Reports what was set, or why
+ * it could not be.
  */
-function lowerPriority(niceness: number): number | string {
-  if (niceness === 0) return 0;
+async function lowerPriority(niceness: number, idle: boolean): Promise<ThreadPriority> {
+  if (niceness === 0 && !idle) return { niceness: 0, idle: false };
+  const tid = currentThreadId();
+  if (tid === null) return { niceness: 'no thread id', idle: idle ? 'no thread id' : false };
+  let set: number | string = 0;
   try {
-    // `/proc/thread-self` links to `<pid>/task/<tid>`: setpriority() on a tid concerns that thread.
-    const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
-    if (!Number.isInteger(tid) || tid <= 0) return 'no thread id';
-    setPriority(tid, niceness);
-    return niceness;
+    // setpriority() on a tid concerns that thread.
+    if (niceness !== 0) setPriority(tid, niceness);
+    set = niceness;
   } catch (error) {
-    return (error as Error).message;
+    set = (error as Error).message;
   }
+  return { niceness: set, idle: idle ? await scheduleIdle(tid) : false };
 }
 
 const http = createExporterHttp({ allowPrivateNetworks: settings.allowPrivateNetworks });
@@ -67,4 +70,4 @@ port.on('message', (message: ThreadMessage) => {
     .finally(() => inFlight.delete(message.id));
 });
 
-reply({ kind: 'ready', priority: lowerPriority(settings.niceness) });
+reply({ kind: 'ready', priority: await lowerPriority(settings.niceness, settings.idle) });

@@ -12,6 +12,17 @@ export interface ThreadSettings {
   allowPrivateNetworks: boolean;
   /** The thread's nice value (0 leaves it as the process's). */
   niceness: number;
+  /** Also moves the thread to Linux's SCHED_IDLE policy (src/platform/idle-scheduling.ts). */
+  idle: boolean;
+}
+
+/**
+ * What the thread could lower itself to: its nice value and whether it runs SCHED_IDLE (false: not
+ * asked); a string says why one could not be set.
+ */
+export interface ThreadPriority {
+  niceness: number | string;
+  idle: boolean | string;
 }
 
 /** Parent → thread. */
@@ -25,7 +36,7 @@ export type ThreadMessage =
 
 /** Thread → parent. */
 export type ThreadReply =
-  | { kind: 'ready'; priority: number | string }
+  | { kind: 'ready'; priority: ThreadPriority }
   | {
       kind: 'outcome';
       id: number;
@@ -66,24 +77,24 @@ function spawn(settings: ThreadSettings): Worker {
 }
 
 /**
- * Sends batches from a worker thread at a lowered priority (nice 19 by default): encoding the
- * events (OTLP, vendor JSON), compressing, signing and the HTTP exchanges with receivers then never
- * hold up the request thread's event loop, and on a saturated core the scheduler runs requests
- * first. Only strings cross over: each event's stored payload (parsed in the thread) and the
+ * Sends batches from a worker thread at a lowered priority (nice 19 and, on Linux, the SCHED_IDLE
+ * policy, as the gateway starts it): encoding the events (OTLP, vendor JSON), compressing, signing
+ * and the HTTP exchanges with receivers then never hold up the request thread's event loop, and on
+ * a shared core the scheduler runs requests first. Only strings cross over: each event's stored payload (parsed in the thread) and the
  * destination's opened config. Started at the first batch; a thread that dies fails its batches as
  * retryable and the next batch starts a new one.
  */
 export function createThreadDeliverer(options: {
   settings: ThreadSettings;
   logger: DeliveryThreadLogger;
-}): Deliverer & { readonly priority: Promise<number | string> } {
+}): Deliverer & { readonly priority: Promise<ThreadPriority> } {
   const { settings, logger } = options;
   let worker: Worker | null = null;
   let nextId = 1;
   const pending = new Map<number, Pending>();
   let closed = false;
-  let announcePriority: (priority: number | string) => void = () => undefined;
-  const priority = new Promise<number | string>((resolve) => {
+  let announcePriority: (priority: ThreadPriority) => void = () => undefined;
+  const priority = new Promise<ThreadPriority>((resolve) => {
     announcePriority = resolve;
   });
 
@@ -114,11 +125,18 @@ export function createThreadDeliverer(options: {
     thread.on('message', (message: ThreadReply) => {
       if (message.kind === 'ready') {
         loaded();
+        const { niceness, idle } = message.priority;
         announcePriority(message.priority);
-        if (typeof message.priority === 'string') {
+        if (typeof niceness === 'string') {
           logger.warn(
-            { reason: message.priority },
+            { reason: niceness },
             'broadcast delivery thread runs at normal priority (it could not be lowered)',
+          );
+        }
+        if (typeof idle === 'string') {
+          logger.info(
+            { reason: idle, niceness },
+            'broadcast delivery thread not moved to SCHED_IDLE; it keeps its nice value',
           );
         }
         return;

@@ -160,9 +160,16 @@ export const ConfigSchema = Type.Object(
         worker_enabled: Type.Boolean(),
         /**
          * Sends deliveries (encoding, HTTP exchanges) from a worker thread at the lowest scheduling
-         * priority (nice 19), so they never hold up requests; false sends from the request thread.
+         * priority (nice 19 and SCHED_IDLE on Linux), so they never hold up requests; false sends
+         * from the request thread.
          */
         delivery_thread: Type.Boolean(),
+        /**
+         * Linux: the delivery thread also runs in the SCHED_IDLE class (set with util-linux `chrt`),
+         * so a request thread sharing its core is never kept waiting by it. False keeps nice 19
+         * alone, which gives deliveries a larger share of a core that requests keep fully busy.
+         */
+        delivery_thread_idle: Type.Boolean(),
         /** How often an idle worker looks for due events. */
         poll_interval_ms: Type.Integer({ minimum: 10, maximum: 60_000 }),
         /**
@@ -234,6 +241,7 @@ export const defaultConfig: Static<typeof ConfigSchema> = {
     origin_overrides: {},
     worker_enabled: true,
     delivery_thread: true,
+    delivery_thread_idle: true,
     poll_interval_ms: 500,
     batch_linger_ms: 1_000,
     claim_batch: 200,

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { getPriority } from 'node:os';
 import { after, before, describe, it } from 'node:test';
@@ -6,6 +7,7 @@ import { type DeliveryRequest, deliverBatch } from '../../src/broadcast/deliver-
 import { createThreadDeliverer } from '../../src/broadcast/delivery-thread.js';
 import { DeliveryError } from '../../src/broadcast/destination-type.js';
 import { createExporterHttp } from '../../src/broadcast/exporter-http.js';
+import { SCHED_IDLE, threadPolicy } from '../../src/platform/idle-scheduling.js';
 import {
   type FakeReceiver,
   type ReceiverReply,
@@ -14,6 +16,9 @@ import {
 } from '../helpers/broadcast-fixtures.js';
 
 const quiet = { info: () => undefined, warn: () => undefined };
+
+/** util-linux's chrt, which the thread moves itself to SCHED_IDLE with (CI's machines have it). */
+const chrtInstalled = spawnSync('chrt', ['--help']).status === 0;
 
 function request(
   receiver: FakeReceiver,
@@ -112,7 +117,7 @@ describe('delivery thread', { timeout: 60_000 }, () => {
   let receiver: FakeReceiver;
   let reply: () => Promise<ReceiverReply>;
   const deliverer = createThreadDeliverer({
-    settings: { allowPrivateNetworks: true, niceness: 19 },
+    settings: { allowPrivateNetworks: true, niceness: 19, idle: true },
     logger: quiet,
   });
 
@@ -124,7 +129,7 @@ describe('delivery thread', { timeout: 60_000 }, () => {
     await receiver.close();
   });
 
-  it('sends a batch from a thread at the lowest priority', async () => {
+  it('sends a batch from a thread at the lowest priority, SCHED_IDLE', async () => {
     reply = async () => ({ status: 200, body: {} });
     const outcome = await deliverer.deliver(request(receiver, [payload('gen-1'), payload('gen-2')]));
     assert.equal(outcome?.rejected, undefined);
@@ -133,10 +138,19 @@ describe('delivery thread', { timeout: 60_000 }, () => {
     assert.equal(bodies.length, 2);
     assert.ok(bodies.every((body) => body.resourceSpans.length === 1));
     if (process.platform === 'linux') {
-      assert.equal(await deliverer.priority, 19);
+      const priority = await deliverer.priority;
+      assert.equal(priority.niceness, 19);
       const [main, ...others] = threadNiceValues();
       assert.equal(main, getPriority(), 'the main thread keeps its priority');
       if (main !== 19) assert.ok(others.includes(19), 'a thread of this process runs at nice 19');
+      assert.equal(threadPolicy(process.pid), 0, 'the main thread keeps the normal policy');
+      if (chrtInstalled) {
+        assert.equal(priority.idle, true);
+        const idle = readdirSync('/proc/self/task').filter((tid) => threadPolicy(Number(tid)) === SCHED_IDLE);
+        assert.equal(idle.length, 1, 'one thread of this process, the delivery thread, runs SCHED_IDLE');
+      } else {
+        assert.equal(typeof priority.idle, 'string', 'without chrt the thread says why it is not idle');
+      }
     }
   });
 
@@ -182,7 +196,7 @@ describe('delivery thread', { timeout: 60_000 }, () => {
 
   it('starts no thread until there is something to send, then warms up outside any batch', async () => {
     const lazy = createThreadDeliverer({
-      settings: { allowPrivateNetworks: true, niceness: 0 },
+      settings: { allowPrivateNetworks: true, niceness: 0, idle: false },
       logger: quiet,
     });
     try {
@@ -194,7 +208,11 @@ describe('delivery thread', { timeout: 60_000 }, () => {
         'no thread for a gateway that sends nothing',
       );
       await lazy.warm?.();
-      assert.equal(await lazy.priority, 0, 'warm() settles once the thread has loaded');
+      assert.deepEqual(
+        await lazy.priority,
+        { niceness: 0, idle: false },
+        'warm() settles once the thread has loaded',
+      );
       assert.ok(readdirSync('/proc/self/task').length > before);
     } finally {
       await lazy.close();
@@ -203,12 +221,12 @@ describe('delivery thread', { timeout: 60_000 }, () => {
 
   it('fails the batches in flight as retryable when closed, and refuses new ones', async () => {
     const closing = createThreadDeliverer({
-      settings: { allowPrivateNetworks: true, niceness: 0 },
+      settings: { allowPrivateNetworks: true, niceness: 0, idle: false },
       logger: quiet,
     });
     reply = () => new Promise((resolve) => setTimeout(() => resolve({ status: 200, body: {} }), 5_000));
     const sending = closing.deliver(request(receiver, [payload('gen-8')]));
-    assert.equal(await closing.priority, 0);
+    assert.deepEqual(await closing.priority, { niceness: 0, idle: false });
     await closing.close();
     await assert.rejects(sending, (error: unknown) => error instanceof DeliveryError && error.retryable);
     await assert.rejects(

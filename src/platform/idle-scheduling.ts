@@ -1,0 +1,51 @@
+import { execFile } from 'node:child_process';
+import { readFileSync, readlinkSync } from 'node:fs';
+
+/** Linux's SCHED_IDLE policy number (sched.h), as `/proc/<pid>/task/<tid>/stat` reports it. */
+export const SCHED_IDLE = 5;
+
+/** The calling thread's id: `/proc/thread-self` links to `<pid>/task/<tid>`. Null off Linux. */
+export function currentThreadId(): number | null {
+  try {
+    const tid = Number(readlinkSync('/proc/thread-self').split('/').pop());
+    return Number.isSafeInteger(tid) && tid > 0 ? tid : null;
+  } catch {
+    return null;
+  }
+}
+
+/** A thread's scheduling policy (0 normal, 5 SCHED_IDLE …), from `/proc/self/task/<tid>/stat`. */
+export function threadPolicy(tid: number): number {
+  const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+  // Fields after the command name (which may hold spaces and parentheses): policy is field 41.
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  return Number(fields[38]);
+}
+
+type Run = (file: string, args: string[]) => Promise<void>;
+
+const runFile: Run = (file, args) =>
+  new Promise((resolve, reject) => {
+    execFile(file, args, { timeout: 5_000, windowsHide: true }, (error) =>
+      error ? reject(error) : resolve(),
+    );
+  });
+
+/**
+ * Puts thread `tid` in Linux's SCHED_IDLE class, through `chrt --idle` (util-linux): Node has no
+ * binding for sched_setscheduler(), and an unprivileged thread may always move itself there (not
+ * back). A SCHED_IDLE thread runs when nothing of normal priority wants the CPU: a waking normal
+ * thread preempts it at once, and while one runs it gets the CPU far more seldom than even a nice-19
+ * thread — which, picked at a scheduler tick, keeps the CPU until the next one (4 ms at the common
+ * 250 Hz). Returns true once set, or why it could not be (no chrt, not Linux, refused): the caller
+ * keeps its nice value then.
+ */
+export async function scheduleIdle(tid: number, run: Run = runFile): Promise<true | string> {
+  if (process.platform !== 'linux') return 'SCHED_IDLE is a Linux policy';
+  try {
+    await run('chrt', ['--idle', '--pid', '0', String(tid)]);
+    return true;
+  } catch (error) {
+    return (error as Error).message;
+  }
+}
