@@ -209,12 +209,12 @@ export async function startFakeUpstream(root: string, cpu: number): Promise<stri
   return origin;
 }
 
-/** The value at `quantile` (0–1) of ascending figures; NaN when there are none. */
 /** The middle figure (the upper of the two middle ones for an even count); NaN for none. */
 export function median(figures: readonly number[]): number {
   return [...figures].sort((a, b) => a - b)[Math.floor(figures.length / 2)] ?? Number.NaN;
 }
 
+/** The value at `quantile` (0–1) of ascending figures; NaN when there are none. */
 export function percentile(sorted: Float64Array, quantile: number): number {
   if (sorted.length === 0) return Number.NaN;
   return (

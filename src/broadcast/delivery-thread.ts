@@ -80,9 +80,9 @@ function spawn(settings: ThreadSettings): Worker {
  * Sends batches from a worker thread at a lowered priority (nice 19 and, on Linux, the SCHED_IDLE
  * policy, as the gateway starts it): encoding the events (OTLP, vendor JSON), compressing, signing
  * and the HTTP exchanges with receivers then never hold up the request thread's event loop, and on
- * a shared core the scheduler runs requests first. Only strings cross over: each event's stored payload (parsed in the thread) and the
- * destination's opened config. Started at the first batch; a thread that dies fails its batches as
- * retryable and the next batch starts a new one.
+ * a shared core the scheduler runs requests first. Only strings cross over: each event's stored
+ * payload (parsed in the thread) and the destination's opened config. Started at the first batch; a
+ * thread that dies fails its batches as retryable and the next batch starts a new one.
  */
 export function createThreadDeliverer(options: {
   settings: ThreadSettings;

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { readdirSync } from 'node:fs';
 import { getPriority } from 'node:os';
 import { after, before, describe, it } from 'node:test';
 import { type DeliveryRequest, deliverBatch } from '../../src/broadcast/deliver-batch.js';
@@ -37,14 +37,9 @@ function request(
 
 const payload = (generation: string) => JSON.stringify(sampleEvent({ generation_id: generation }));
 
-/** Nice values of this process's threads (Linux). */
+/** Nice values of this process's threads (Linux: getpriority() on a thread id reads that thread's). */
 function threadNiceValues(): number[] {
-  return readdirSync('/proc/self/task').map((tid) => {
-    const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
-    // Fields after the command name (which may hold spaces): state is field 3, nice field 19.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return Number(fields[16]);
-  });
+  return readdirSync('/proc/self/task').map((tid) => getPriority(Number(tid)));
 }
 
 describe('deliverBatch', () => {
