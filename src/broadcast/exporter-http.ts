@@ -1,7 +1,7 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
-import { Agent, type Dispatcher, errors, request } from 'undici';
+import { Agent, type Dispatcher, errors } from 'undici';
 import { DeliveryError } from './destination-type.js';
 
 /** What a receiver answered (2xx, or a status the caller listed in `acceptStatuses`). */
@@ -119,50 +119,118 @@ export function createExporterHttp(options: { allowPrivateNetworks: boolean }): 
   async function send(url: string, init: ExporterRequest = {}): Promise<ExporterResponse> {
     const refusal = checkUrl(url);
     if (refusal) throw new DeliveryError(`destination URL ${refusal}`, { retryable: false });
-    let response: Dispatcher.ResponseData;
+    let reply: ExporterResponse;
     try {
-      response = await request(url, {
-        method: init.method ?? 'POST',
-        headers: init.headers,
-        body: init.body,
-        signal: init.signal,
-        dispatcher: agent,
-      });
+      reply = await exchange(agent, url, init);
     } catch (error) {
       throw connectionError(error);
     }
-    let body: string;
-    try {
-      body = await readBounded(response.body);
-    } catch (error) {
-      throw connectionError(error);
-    }
-    const { statusCode: status } = response;
-    if ((status >= 200 && status < 300) || init.acceptStatuses?.includes(status)) {
-      return { status, headers: response.headers, body };
-    }
+    const { status, headers, body } = reply;
+    if ((status >= 200 && status < 300) || init.acceptStatuses?.includes(status)) return reply;
     const retryable = status >= 500 || RETRYABLE_STATUSES.has(status);
     throw new DeliveryError(`receiver answered ${status}: ${snippet(body)}`, {
       retryable,
       status,
-      retryAfterMs: parseRetryAfter(response.headers['retry-after']),
+      retryAfterMs: parseRetryAfter(headers['retry-after']),
     });
   }
 
   return { send, checkUrl, close: () => agent.close() };
 }
 
-async function readBounded(body: Dispatcher.ResponseData['body']): Promise<string> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of body) {
-    const buffer = chunk as Buffer;
-    chunks.push(buffer.subarray(0, MAX_RESPONSE_BYTES - size));
-    size += buffer.length;
-    // Enough to report: leaving the loop destroys the body instead of reading the rest.
-    if (size >= MAX_RESPONSE_BYTES) break;
-  }
-  return Buffer.concat(chunks).toString('utf8');
+/**
+ * One exchange through `dispatch` with a handler of our own: the reply's bytes are collected
+ * straight into the text, without the Readable body, async iterator and AsyncResource undici's
+ * `request()` makes per call (about half the CPU of a webhook's one-request-per-event delivery;
+ * docs/observability.md, session 16). A body over MAX_RESPONSE_BYTES is cut there: the rest is
+ * not read and the connection is closed. The signal aborts the exchange at any point, also while it
+ * waits for a connection.
+ */
+function exchange(agent: Agent, url: string, init: ExporterRequest): Promise<ExporterResponse> {
+  return new Promise<ExporterResponse>((resolve, reject) => {
+    const { signal } = init;
+    let settled = false;
+    let controller: Dispatcher.DispatchController | null = null;
+    let status = 0;
+    let headers: ExporterResponse['headers'] = {};
+    const chunks: Buffer[] = [];
+    let size = 0;
+    let cut = false;
+    const reply = (): ExporterResponse => ({
+      status,
+      headers,
+      body:
+        chunks.length === 1 ? (chunks[0] as Buffer).toString('utf8') : Buffer.concat(chunks).toString('utf8'),
+    });
+    const finish = (outcome: { reply: ExporterResponse } | { error: unknown }) => {
+      if (settled) return;
+      settled = true;
+      signal?.removeEventListener('abort', onAbort);
+      if ('reply' in outcome) resolve(outcome.reply);
+      else reject(outcome.error);
+    };
+    const abortReason = () =>
+      signal?.reason instanceof Error ? signal.reason : new errors.RequestAbortedError();
+    function onAbort() {
+      if (controller) controller.abort(abortReason());
+      // Still queued for a connection: the exchange fails now, and is aborted when it starts.
+      else finish({ error: abortReason() });
+    }
+    if (signal?.aborted) {
+      finish({ error: abortReason() });
+      return;
+    }
+    signal?.addEventListener('abort', onAbort, { once: true });
+    let target: URL;
+    try {
+      target = new URL(url);
+    } catch (error) {
+      finish({ error });
+      return;
+    }
+    try {
+      agent.dispatch(
+        {
+          origin: target.origin,
+          path: `${target.pathname}${target.search}`,
+          method: init.method ?? 'POST',
+          headers: init.headers,
+          body: init.body,
+        },
+        {
+          onRequestStart(started) {
+            controller = started;
+            if (settled || signal?.aborted) started.abort(abortReason());
+          },
+          onResponseStart(_current, statusCode, responseHeaders) {
+            // An informational 1xx (103 Early Hints) comes before the real answer.
+            if (statusCode < 200) return;
+            status = statusCode;
+            headers = responseHeaders as ExporterResponse['headers'];
+          },
+          onResponseData(current, chunk) {
+            if (cut) return;
+            const room = MAX_RESPONSE_BYTES - size;
+            chunks.push(chunk.length > room ? chunk.subarray(0, room) : chunk);
+            size += chunk.length;
+            if (size >= MAX_RESPONSE_BYTES) {
+              // Enough to report: the rest is not read.
+              cut = true;
+              current.abort(new Error('response body over its cap'));
+            }
+          },
+          onResponseEnd() {
+            finish({ reply: reply() });
+          },
+          onResponseError(_current, error) {
+            finish(cut ? { reply: reply() } : { error });
+          },
+        },
+      );
+    } catch (error) {
+      finish({ error });
+    }
+  });
 }
 
 const snippet = (text: string) => (text.length > 300 ? `${text.slice(0, 300)}…` : text || '(empty body)');
