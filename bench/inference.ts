@@ -144,6 +144,11 @@ interface Measurement {
   p99: number;
   /** Microseconds of the proxy process's CPU (user + system) per completed request. */
   cpuMicros: number | null;
+  /**
+   * Of it, the main (request) thread's own: without V8's GC helpers, libuv's pool or the broadcast
+   * delivery thread, whose work a request does not wait for unless they take its core.
+   */
+  mainCpuMicros: number | null;
   /** Share of one CPU the proxy used: near 100% means the proxy, not the load core, was the limit. */
   cpuBusy: number | null;
   failures: number;
@@ -261,18 +266,26 @@ function windowFigures(
   window: {
     startedAt: number;
     cpuBefore: number;
+    mainCpuBefore: number;
     completed: number;
     latencies: Float64Array;
     failures: number;
   },
-): Pick<Measurement, 'requestsPerSecond' | 'p50' | 'p99' | 'cpuMicros' | 'cpuBusy' | 'failures'> {
+): Pick<
+  Measurement,
+  'requestsPerSecond' | 'p50' | 'p99' | 'cpuMicros' | 'mainCpuMicros' | 'cpuBusy' | 'failures'
+> {
   const seconds = (performance.now() - window.startedAt) / 1000;
   const cpu = target.pid === null ? null : cpuSeconds(target.pid) - window.cpuBefore;
+  const mainCpu = target.pid === null ? null : cpuSeconds(target.pid, target.pid) - window.mainCpuBefore;
+  const perRequest = (cpuTime: number | null) =>
+    cpuTime === null || window.completed === 0 ? null : (cpuTime * 1e6) / window.completed;
   return {
     requestsPerSecond: window.completed / seconds,
     p50: percentile(window.latencies, 0.5),
     p99: percentile(window.latencies, 0.99),
-    cpuMicros: cpu === null || window.completed === 0 ? null : (cpu * 1e6) / window.completed,
+    cpuMicros: perRequest(cpu),
+    mainCpuMicros: perRequest(mainCpu),
     cpuBusy: cpu === null ? null : (cpu / seconds) * 100,
     failures: window.failures,
   };
@@ -298,6 +311,7 @@ async function load(target: Target, scenario: Scenario): Promise<Measurement> {
   let firstOnConnectionMax = Number.NEGATIVE_INFINITY;
   let completed = 0;
   const cpuBefore = target.pid === null ? 0 : cpuSeconds(target.pid);
+  const mainCpuBefore = target.pid === null ? 0 : cpuSeconds(target.pid, target.pid);
   const startedAt = performance.now();
   const result = await runAutocannon({ ...options, duration }, (status, milliseconds, client) => {
     completed += 1;
@@ -313,6 +327,7 @@ async function load(target: Target, scenario: Scenario): Promise<Measurement> {
     ...windowFigures(target, {
       startedAt,
       cpuBefore,
+      mainCpuBefore,
       completed,
       latencies: Float64Array.from(latencies).sort(),
       failures: result.errors + result.non2xx,
@@ -339,10 +354,18 @@ async function loadSteadily(target: Target, scenario: Scenario, rate: number): P
   await steadyLoad({ ...options, seconds: WARMUP_SECONDS });
   if (target.pid !== null) await untilIdle(target.pid);
   const cpuBefore = target.pid === null ? 0 : cpuSeconds(target.pid);
+  const mainCpuBefore = target.pid === null ? 0 : cpuSeconds(target.pid, target.pid);
   const startedAt = performance.now();
   const { latencies, sent, failed } = await steadyLoad({ ...options, seconds: duration });
   return {
-    ...windowFigures(target, { startedAt, cpuBefore, completed: sent, latencies, failures: failed }),
+    ...windowFigures(target, {
+      startedAt,
+      cpuBefore,
+      mainCpuBefore,
+      completed: sent,
+      latencies,
+      failures: failed,
+    }),
     firstOnConnectionMax: Number.NEGATIVE_INFINITY,
     connectionsAnswered: 0,
     laterP99: Number.NaN,
@@ -482,11 +505,12 @@ try {
     'p99 ms',
     'added p50 ms',
     'CPU µs/req',
+    'of it, main thread',
     'proxy CPU %',
     'vs bare',
     'errors',
   ]);
-  row(['---', '---', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:']);
+  row(['---', '---', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:']);
   for (const scenario of selected) {
     const outcomes = new Map<TargetName, Outcome>();
     results.set(scenario.key, outcomes);
@@ -503,7 +527,7 @@ try {
       }
       outcomes.set(target.name, outcome);
       if (!isMeasured(outcome)) {
-        row([scenario.title, target.name, outcome.unavailable, '', '', '', '', '', '', '']);
+        row([scenario.title, target.name, outcome.unavailable, '', '', '', '', '', '', '', '']);
         continue;
       }
       const measured = outcome;
@@ -517,6 +541,7 @@ try {
         fixed(measured.p99, 2),
         target.name !== 'direct' && isMeasured(baseline) ? fixed(measured.p50 - baseline.p50, 2) : '–',
         measured.cpuMicros === null ? '–' : fixed(measured.cpuMicros, 1),
+        measured.mainCpuMicros === null ? '–' : fixed(measured.mainCpuMicros, 1),
         measured.cpuBusy === null ? '–' : fixed(measured.cpuBusy, 0),
         target.name === 'gateway' && isMeasured(floor)
           ? `${fixed((measured.requestsPerSecond / floor.requestsPerSecond) * 100, 0)}%`
