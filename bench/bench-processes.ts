@@ -3,7 +3,7 @@
 // memory read from /proc, free ports, readiness.
 import { type ChildProcess, execFileSync, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 
@@ -46,6 +46,29 @@ export function cpuSeconds(pid: number, thread?: number): number {
   // utime and stime are fields 14 and 15, i.e. the 12th and 13th after the name.
   const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
   return (Number(fields[11]) + Number(fields[12])) / clockTicks;
+}
+
+/**
+ * CPU seconds of each thread of a process, and whether it runs SCHED_IDLE (the broadcast delivery
+ * thread); a thread that ended between the listing and the read is left out.
+ */
+export function threadCpuSeconds(pid: number): Map<number, { seconds: number; idle: boolean }> {
+  const threads = new Map<number, { seconds: number; idle: boolean }>();
+  for (const entry of readdirSync(`/proc/${pid}/task`)) {
+    let stat: string;
+    try {
+      stat = readFileSync(`/proc/${pid}/task/${entry}/stat`, 'utf8');
+    } catch {
+      continue;
+    }
+    // After the parenthesised name: utime, stime are the 12th and 13th fields, the policy the 39th.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    threads.set(Number(entry), {
+      seconds: (Number(fields[11]) + Number(fields[12])) / clockTicks,
+      idle: Number(fields[38]) === 5,
+    });
+  }
+  return threads;
 }
 
 /** Peak resident memory; undefined once the process has gone. */
@@ -165,6 +188,9 @@ export async function launchGateway(options: {
     SWITCHYARD_CONFIG: join(options.configRoot ?? options.checkout, 'bench/inference-config.yaml'),
     LOG_LEVEL: 'warn',
     BENCH_UPSTREAM: options.upstreamOrigin,
+    ...(process.env.EXP_DELIVERY_YOUNG_MB
+      ? { EXP_DELIVERY_YOUNG_MB: process.env.EXP_DELIVERY_YOUNG_MB }
+      : {}),
   });
   const origin = `http://127.0.0.1:${port}`;
   await waitUntilReady(`${origin}/health`, child, 'gateway');

@@ -16,6 +16,7 @@ import {
   startFakeUpstream,
   startPinned,
   stopAll,
+  threadCpuSeconds,
   waitUntilReady,
 } from './bench-processes.js';
 import { enableBroadcast, reportBroadcast, startBroadcastReceivers } from './broadcast-receivers.js';
@@ -24,6 +25,7 @@ import { steadyLoad } from './steady-load.js';
 const { values } = parseArgs({
   options: {
     duration: { type: 'string', default: '10' },
+    warmup: { type: 'string', default: '2' },
     only: { type: 'string' },
     broadcast: { type: 'string' },
   },
@@ -31,11 +33,17 @@ const { values } = parseArgs({
 const duration = Number(values.duration);
 if (!(duration > 0))
   throw new Error(`--duration must be a positive number of seconds, got "${values.duration}"`);
+/**
+ * Each target is loaded this long before measuring, so connections, JIT and pools are warm. At a
+ * steady 200 req/s V8 is still optimizing the gateway's functions 20 s in (their background
+ * compiles take the core from requests): `--warmup 30` measures what a long-running instance does.
+ */
+const WARMUP_SECONDS = Number(values.warmup);
+if (!(WARMUP_SECONDS > 0))
+  throw new Error(`--warmup must be a positive number of seconds, got "${values.warmup}"`);
 const only = values.only?.toLowerCase();
 const root = fileURLToPath(new URL('..', import.meta.url));
 
-/** Each target is loaded this long before measuring, so connections, JIT and pools are warm. */
-const WARMUP_SECONDS = 2;
 /** Sequential streaming requests timed for the first byte, after a few discarded ones. */
 const FIRST_BYTE_SAMPLES = 200;
 const FIRST_BYTE_WARMUP = 20;
@@ -149,6 +157,8 @@ interface Measurement {
    * delivery thread, whose work a request does not wait for unless they take its core.
    */
   mainCpuMicros: number | null;
+  /** Of it, the SCHED_IDLE thread's (the broadcast delivery thread); null when there is none. */
+  idleCpuMicros: number | null;
   /** Share of one CPU the proxy used: near 100% means the proxy, not the load core, was the limit. */
   cpuBusy: number | null;
   failures: number;
@@ -266,18 +276,30 @@ function windowFigures(
   window: {
     startedAt: number;
     cpuBefore: number;
-    mainCpuBefore: number;
+    threadsBefore: ReturnType<typeof threadCpuSeconds> | null;
     completed: number;
     latencies: Float64Array;
     failures: number;
   },
 ): Pick<
   Measurement,
-  'requestsPerSecond' | 'p50' | 'p99' | 'cpuMicros' | 'mainCpuMicros' | 'cpuBusy' | 'failures'
+  | 'requestsPerSecond'
+  | 'p50'
+  | 'p99'
+  | 'cpuMicros'
+  | 'mainCpuMicros'
+  | 'idleCpuMicros'
+  | 'cpuBusy'
+  | 'failures'
 > {
   const seconds = (performance.now() - window.startedAt) / 1000;
   const cpu = target.pid === null ? null : cpuSeconds(target.pid) - window.cpuBefore;
-  const mainCpu = target.pid === null ? null : cpuSeconds(target.pid, target.pid) - window.mainCpuBefore;
+  const threads = target.pid === null ? null : threadCpuSeconds(target.pid);
+  const spent = (tid: number, now: number) => now - (window.threadsBefore?.get(tid)?.seconds ?? 0);
+  const mainCpu = target.pid === null ? null : spent(target.pid, threads?.get(target.pid)?.seconds ?? 0);
+  const idle = [...(threads ?? [])].filter(([, thread]) => thread.idle);
+  const idleCpu =
+    idle.length === 0 ? null : idle.reduce((sum, [tid, thread]) => sum + spent(tid, thread.seconds), 0);
   const perRequest = (cpuTime: number | null) =>
     cpuTime === null || window.completed === 0 ? null : (cpuTime * 1e6) / window.completed;
   return {
@@ -286,6 +308,7 @@ function windowFigures(
     p99: percentile(window.latencies, 0.99),
     cpuMicros: perRequest(cpu),
     mainCpuMicros: perRequest(mainCpu),
+    idleCpuMicros: perRequest(idleCpu),
     cpuBusy: cpu === null ? null : (cpu / seconds) * 100,
     failures: window.failures,
   };
@@ -311,7 +334,7 @@ async function load(target: Target, scenario: Scenario): Promise<Measurement> {
   let firstOnConnectionMax = Number.NEGATIVE_INFINITY;
   let completed = 0;
   const cpuBefore = target.pid === null ? 0 : cpuSeconds(target.pid);
-  const mainCpuBefore = target.pid === null ? 0 : cpuSeconds(target.pid, target.pid);
+  const threadsBefore = target.pid === null ? null : threadCpuSeconds(target.pid);
   const startedAt = performance.now();
   const result = await runAutocannon({ ...options, duration }, (status, milliseconds, client) => {
     completed += 1;
@@ -327,7 +350,7 @@ async function load(target: Target, scenario: Scenario): Promise<Measurement> {
     ...windowFigures(target, {
       startedAt,
       cpuBefore,
-      mainCpuBefore,
+      threadsBefore,
       completed,
       latencies: Float64Array.from(latencies).sort(),
       failures: result.errors + result.non2xx,
@@ -354,14 +377,14 @@ async function loadSteadily(target: Target, scenario: Scenario, rate: number): P
   await steadyLoad({ ...options, seconds: WARMUP_SECONDS });
   if (target.pid !== null) await untilIdle(target.pid);
   const cpuBefore = target.pid === null ? 0 : cpuSeconds(target.pid);
-  const mainCpuBefore = target.pid === null ? 0 : cpuSeconds(target.pid, target.pid);
+  const threadsBefore = target.pid === null ? null : threadCpuSeconds(target.pid);
   const startedAt = performance.now();
   const { latencies, sent, failed } = await steadyLoad({ ...options, seconds: duration });
   return {
     ...windowFigures(target, {
       startedAt,
       cpuBefore,
-      mainCpuBefore,
+      threadsBefore,
       completed: sent,
       latencies,
       failures: failed,
@@ -506,11 +529,12 @@ try {
     'added p50 ms',
     'CPU µs/req',
     'of it, main thread',
+    'delivery thread',
     'proxy CPU %',
     'vs bare',
     'errors',
   ]);
-  row(['---', '---', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:']);
+  row(['---', '---', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:']);
   for (const scenario of selected) {
     const outcomes = new Map<TargetName, Outcome>();
     results.set(scenario.key, outcomes);
@@ -527,7 +551,7 @@ try {
       }
       outcomes.set(target.name, outcome);
       if (!isMeasured(outcome)) {
-        row([scenario.title, target.name, outcome.unavailable, '', '', '', '', '', '', '', '']);
+        row([scenario.title, target.name, outcome.unavailable, '', '', '', '', '', '', '', '', '']);
         continue;
       }
       const measured = outcome;
@@ -542,6 +566,7 @@ try {
         target.name !== 'direct' && isMeasured(baseline) ? fixed(measured.p50 - baseline.p50, 2) : '–',
         measured.cpuMicros === null ? '–' : fixed(measured.cpuMicros, 1),
         measured.mainCpuMicros === null ? '–' : fixed(measured.mainCpuMicros, 1),
+        measured.idleCpuMicros === null ? '–' : fixed(measured.idleCpuMicros, 1),
         measured.cpuBusy === null ? '–' : fixed(measured.cpuBusy, 0),
         target.name === 'gateway' && isMeasured(floor)
           ? `${fixed((measured.requestsPerSecond / floor.requestsPerSecond) * 100, 0)}%`
