@@ -1,20 +1,9 @@
 import assert from 'node:assert/strict';
 import { createServer } from 'node:net';
 import { after, before, describe, it } from 'node:test';
-import { DeliveryError } from '../../src/broadcast/destination-type.js';
 import { createExporterHttp } from '../../src/broadcast/exporter-http.js';
+import { deliveryFailure } from '../helpers/broadcast-fixtures.js';
 import { startFakeUpstream } from '../helpers/fake-upstream.js';
-
-/** The failure a send rejects with, checked to be a DeliveryError. */
-async function failureOf(sending: Promise<unknown>): Promise<DeliveryError> {
-  try {
-    await sending;
-  } catch (error) {
-    assert.ok(error instanceof DeliveryError, `expected a DeliveryError, got ${String(error)}`);
-    return error;
-  }
-  assert.fail('the send was expected to fail');
-}
 
 describe('the exporters’ HTTP client against a local receiver', () => {
   let receiver: Awaited<ReturnType<typeof startFakeUpstream>>;
@@ -53,7 +42,7 @@ describe('the exporters’ HTTP client against a local receiver', () => {
     });
     const accepted = await http.send(`${receiver.url}/runs`, { acceptStatuses: [409] });
     assert.deepEqual([accepted.status, accepted.body], [409, 'already there']);
-    const refused = await failureOf(http.send(`${receiver.url}/runs`));
+    const refused = await deliveryFailure(http.send(`${receiver.url}/runs`));
     assert.equal(refused.status, 409);
     assert.equal(refused.retryable, false);
     assert.match(refused.message, /^receiver answered 409: already there$/);
@@ -63,7 +52,7 @@ describe('the exporters’ HTTP client against a local receiver', () => {
     receiver.handle((_request, response) => {
       response.writeHead(503, { 'retry-after': '7' }).end();
     });
-    const unavailable = await failureOf(http.send(`${receiver.url}/hook`));
+    const unavailable = await deliveryFailure(http.send(`${receiver.url}/hook`));
     assert.deepEqual(
       [unavailable.status, unavailable.retryable, unavailable.retryAfterMs, unavailable.message],
       [503, true, 7_000, 'receiver answered 503: (empty body)'],
@@ -71,12 +60,12 @@ describe('the exporters’ HTTP client against a local receiver', () => {
     receiver.handle((_request, response) => {
       response.writeHead(429).end('slow down');
     });
-    const limited = await failureOf(http.send(`${receiver.url}/hook`));
+    const limited = await deliveryFailure(http.send(`${receiver.url}/hook`));
     assert.deepEqual([limited.status, limited.retryable, limited.retryAfterMs], [429, true, null]);
     receiver.handle((_request, response) => {
       response.writeHead(400).end('bad span');
     });
-    const invalid = await failureOf(http.send(`${receiver.url}/hook`));
+    const invalid = await deliveryFailure(http.send(`${receiver.url}/hook`));
     assert.deepEqual([invalid.status, invalid.retryable], [400, false]);
   });
 
@@ -106,7 +95,7 @@ describe('the exporters’ HTTP client against a local receiver', () => {
       response.on('error', () => undefined);
       write();
     });
-    const failure = await failureOf(http.send(`${receiver.url}/hook`));
+    const failure = await deliveryFailure(http.send(`${receiver.url}/hook`));
     assert.equal(failure.status, 500);
     assert.equal(failure.retryable, true);
     // The message quotes the start of what was kept.
@@ -124,7 +113,7 @@ describe('the exporters’ HTTP client against a local receiver', () => {
 
   it('stops when the signal aborts, before a connection and while waiting for the answer', async () => {
     const before = receiver.requests.length;
-    const early = await failureOf(http.send(`${receiver.url}/hook`, { signal: AbortSignal.abort() }));
+    const early = await deliveryFailure(http.send(`${receiver.url}/hook`, { signal: AbortSignal.abort() }));
     assert.deepEqual([early.message, early.retryable], ['delivery aborted', true]);
     assert.equal(receiver.requests.length, before, 'an aborted send reaches no receiver');
 
@@ -132,7 +121,7 @@ describe('the exporters’ HTTP client against a local receiver', () => {
     const controller = new AbortController();
     const startedAt = performance.now();
     setTimeout(() => controller.abort(), 50);
-    const late = await failureOf(http.send(`${receiver.url}/hook`, { signal: controller.signal }));
+    const late = await deliveryFailure(http.send(`${receiver.url}/hook`, { signal: controller.signal }));
     assert.deepEqual([late.message, late.retryable], ['delivery aborted', true]);
     assert.ok(performance.now() - startedAt < 2_000, 'the abort ends the send at once');
   });
@@ -142,20 +131,20 @@ describe('the exporters’ HTTP client against a local receiver', () => {
     await new Promise<void>((resolve) => closing.listen(0, '127.0.0.1', resolve));
     const { port } = closing.address() as { port: number };
     try {
-      const closed = await failureOf(http.send(`http://127.0.0.1:${port}/hook`, { body: '{}' }));
+      const closed = await deliveryFailure(http.send(`http://127.0.0.1:${port}/hook`, { body: '{}' }));
       assert.equal(closed.retryable, true);
       assert.match(closed.message, /^receiver unreachable: /);
     } finally {
       await new Promise<void>((resolve) => closing.close(() => resolve()));
     }
     // The port is free again: nothing listens there.
-    const down = await failureOf(http.send(`http://127.0.0.1:${port}/hook`, { body: '{}' }));
+    const down = await deliveryFailure(http.send(`http://127.0.0.1:${port}/hook`, { body: '{}' }));
     assert.equal(down.retryable, true);
     assert.match(down.message, /^receiver unreachable: .*\(ECONNREFUSED\)$/);
   });
 
   it('does not retry a request that cannot be sent (a header value with a line break)', async () => {
-    const refused = await failureOf(
+    const refused = await deliveryFailure(
       http.send(`${receiver.url}/hook`, { headers: { 'x-custom': 'a\r\nInjected: 1' } }),
     );
     assert.equal(refused.retryable, false);
@@ -164,7 +153,7 @@ describe('the exporters’ HTTP client against a local receiver', () => {
   it('refuses a non-public address unless private networks are allowed', async () => {
     const guarded = createExporterHttp({ allowPrivateNetworks: false });
     try {
-      const refused = await failureOf(guarded.send(`${receiver.url}/hook`));
+      const refused = await deliveryFailure(guarded.send(`${receiver.url}/hook`));
       assert.deepEqual(
         [refused.message, refused.retryable],
         ['destination URL points to a non-public address', false],

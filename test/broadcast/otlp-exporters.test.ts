@@ -1,11 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, beforeEach, describe, it } from 'node:test';
 import type { BroadcastEvent } from '../../src/broadcast/broadcast-event.js';
-import {
-  DeliveryError,
-  type DestinationType,
-  type ExportContext,
-} from '../../src/broadcast/destination-type.js';
+import type { DestinationType, ExportContext } from '../../src/broadcast/destination-type.js';
 import { createExporterHttp, type ExporterHttp } from '../../src/broadcast/exporter-http.js';
 import { arizeDestination } from '../../src/broadcast/exporters/arize.js';
 import { grafanaDestination } from '../../src/broadcast/exporters/grafana.js';
@@ -22,6 +18,7 @@ import {
   type OtlpJsonValue,
 } from '../../src/broadcast/otlp-spans.js';
 import {
+  deliveryFailure,
   exportContext,
   type FakeReceiver,
   outboxItem,
@@ -330,16 +327,6 @@ function eventNumber(n: number, base: BroadcastEvent = sampleEvent()): Broadcast
 
 const BODY_KEYS = ['gen_ai.prompt', 'gen_ai.completion', 'input.value', 'output.value'];
 
-async function rejection(promise: Promise<unknown>): Promise<DeliveryError> {
-  try {
-    await promise;
-  } catch (error) {
-    assert.ok(error instanceof DeliveryError, `expected a DeliveryError, got ${String(error)}`);
-    return error;
-  }
-  assert.fail('expected the call to fail');
-}
-
 let http: ExporterHttp;
 before(() => {
   http = createExporterHttp({ allowPrivateNetworks: true });
@@ -453,7 +440,7 @@ for (const exporter of CASES) {
 
     it('reports a 500 as a retryable failure', async () => {
       receiver.reply = () => ({ status: 500, body: { code: 13, message: 'internal error' } });
-      const error = await rejection(destination.send([outboxItem()], context()));
+      const error = await deliveryFailure(destination.send([outboxItem()], context()));
       assert.equal(error.retryable, true);
       assert.equal(error.status, 500);
     });
@@ -464,19 +451,19 @@ for (const exporter of CASES) {
         headers: { 'retry-after': '7' },
         body: { code: 8, message: 'slow down' },
       });
-      const error = await rejection(destination.send([outboxItem()], context()));
+      const error = await deliveryFailure(destination.send([outboxItem()], context()));
       assert.equal(error.retryable, true);
       assert.equal(error.retryAfterMs, 7000);
     });
 
     it('does not retry a 400 or refused credentials', async () => {
       receiver.reply = () => ({ status: 400, body: { code: 3, message: 'bad request' } });
-      const badRequest = await rejection(destination.send([outboxItem()], context()));
+      const badRequest = await deliveryFailure(destination.send([outboxItem()], context()));
       assert.equal(badRequest.retryable, false);
       assert.equal(badRequest.status, 400);
       if (exporter.wrongCredentials) {
         receiver.reply = otlpService(exporter);
-        const refused = await rejection(
+        const refused = await deliveryFailure(
           destination.send([outboxItem()], context(exporter.wrongCredentials(receiver.url))),
         );
         assert.equal(refused.retryable, false);
@@ -537,11 +524,11 @@ for (const exporter of CASES) {
       receiver.reply = () => ({ status: 400, body: { code: 3, message: 'empty request' } });
       await destination.testConnection(testContext);
       receiver.reply = () => ({ status: 503, body: 'unavailable' });
-      assert.equal((await rejection(destination.testConnection(testContext))).status, 503);
+      assert.equal((await deliveryFailure(destination.testConnection(testContext))).status, 503);
       if (exporter.wrongCredentials) {
         receiver.reply = otlpService(exporter);
         const { destination: _d, ...wrong } = context(exporter.wrongCredentials(receiver.url));
-        const error = await rejection(destination.testConnection(wrong));
+        const error = await deliveryFailure(destination.testConnection(wrong));
         assert.equal(error.status, exporter.unauthorizedStatus);
       }
     });
@@ -586,7 +573,7 @@ describe('webhook specifics', () => {
     assert.deepEqual(outcome?.stopped?.failed, [0]);
     assert.deepEqual(outcome?.stopped?.unsent, [1, 2]);
     assert.equal(outcome?.stopped?.error.retryable, false);
-    const error = await rejection(webhookDestination.send([items[0]!], context));
+    const error = await deliveryFailure(webhookDestination.send([items[0]!], context));
     assert.equal(error.status, 400);
   });
 
@@ -621,7 +608,7 @@ describe('otel-collector specifics', () => {
       status: 200,
       body: { partialSuccess: { rejectedSpans: '1', errorMessage: 'span name too long' } },
     });
-    const error = await rejection(
+    const error = await deliveryFailure(
       otelCollectorDestination.send([outboxItem()], exportContext({ endpoint: receiver.url }, http)),
     );
     assert.equal(error.retryable, false);
@@ -642,7 +629,7 @@ describe('otel-collector specifics', () => {
 
   it('reports a dropped connection as retryable', async () => {
     receiver.reply = () => 'close';
-    const error = await rejection(
+    const error = await deliveryFailure(
       otelCollectorDestination.send([outboxItem()], exportContext({ endpoint: receiver.url }, http)),
     );
     assert.equal(error.retryable, true);

@@ -234,6 +234,17 @@ export function exportContext<C>(
   };
 }
 
+/** The failure a delivery rejects with, checked to be a DeliveryError (fails when it resolves). */
+export async function deliveryFailure(sending: Promise<unknown>): Promise<DeliveryError> {
+  try {
+    await sending;
+  } catch (error) {
+    assert.ok(error instanceof DeliveryError, `expected a DeliveryError, got ${String(error)}`);
+    return error;
+  }
+  assert.fail('expected the delivery to fail');
+}
+
 /** `assert.rejects` check: a delivery failure with this status that is not retried. */
 export const finalFailure =
   (status: number) =>
