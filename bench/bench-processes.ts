@@ -188,9 +188,6 @@ export async function launchGateway(options: {
     SWITCHYARD_CONFIG: join(options.configRoot ?? options.checkout, 'bench/inference-config.yaml'),
     LOG_LEVEL: 'warn',
     BENCH_UPSTREAM: options.upstreamOrigin,
-    ...(process.env.EXP_DELIVERY_YOUNG_MB
-      ? { EXP_DELIVERY_YOUNG_MB: process.env.EXP_DELIVERY_YOUNG_MB }
-      : {}),
   });
   const origin = `http://127.0.0.1:${port}`;
   await waitUntilReady(`${origin}/health`, child, 'gateway');
