@@ -130,6 +130,12 @@ export function createBroadcastWorker(options: {
    * them finishes, the database is asked again at once rather than at the next poll.
    */
   const claimedFromDatabase = new Set<string>();
+  /**
+   * Counts the times a destination delivering database rows finished (and so may have more waiting):
+   * a claim in flight meanwhile was made while it was excluded, so its short answer must not clear
+   * the backlog that finish announced.
+   */
+  let backlogSignals = 0;
   const abort = new AbortController();
   let timer: NodeJS.Timeout | null = null;
   /** When `timer` fires (epoch ms of the clock). */
@@ -327,6 +333,7 @@ export function createBroadcastWorker(options: {
       const fanOutLimit =
         handoffSize < MAX_HANDOFF_ROWS / 2 ? Math.max(1, Math.floor(settings.claim_batch / 2)) : 0;
       const claimLimit = settings.claim_batch;
+      const signalsBefore = backlogSignals;
       const claimedNow = await repository.claim({
         limit: claimLimit,
         fanOutLimit,
@@ -337,7 +344,8 @@ export function createBroadcastWorker(options: {
       });
       databaseBacklog =
         claimedNow.rows.length === claimLimit ||
-        (fanOutLimit > 0 && claimedNow.fanOuts.length === fanOutLimit);
+        (fanOutLimit > 0 && claimedNow.fanOuts.length === fanOutLimit) ||
+        backlogSignals !== signalsBefore;
       const stored = [...claimedNow.fanOuts, ...claimedNow.rows];
       // A fan-out row is claimed whoever its destinations are: its parts for a destination not to
       // be sent to now wait for it in memory, as handed-over rows do (or in the database while it
@@ -410,7 +418,10 @@ export function createBroadcastWorker(options: {
           busy.delete(destinationId);
           // A group that failed unexpectedly handed its rows back: asking again at once would take
           // the same rows straight back into the same failure.
-          if (claimedFromDatabase.delete(destinationId) && !failedUnexpectedly) databaseBacklog = true;
+          if (claimedFromDatabase.delete(destinationId) && !failedUnexpectedly) {
+            databaseBacklog = true;
+            backlogSignals += 1;
+          }
           for (const row of group) held.delete(row.id);
           // Capacity freed: look for more work now rather than at the next poll.
           if (!stopped) void loop();
