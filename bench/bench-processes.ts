@@ -34,18 +34,22 @@ export function planCpus(): { proxyCpu: number; loadCpu: number } {
 
 const clockTicks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim());
 
+/**
+ * The fields of a `/proc/.../stat` file after the command name (field 2, parenthesised, may hold
+ * spaces): utime and stime (fields 14 and 15) are [11] and [12], the scheduling policy (41) [38].
+ */
+function statFields(path: string): string[] {
+  const stat = readFileSync(path, 'utf8');
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
+const cpuOf = (fields: string[]) => (Number(fields[11]) + Number(fields[12])) / clockTicks;
+
 /** User + system CPU seconds of a process (all threads), or of one of its threads. */
 export function cpuSeconds(pid: number, thread?: number): number {
   // A process's figures count every thread; `/proc/<pid>/task/<tid>/stat` one thread's (the main
   // thread's tid is the pid).
-  const stat = readFileSync(
-    thread === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${thread}/stat`,
-    'utf8',
-  );
-  // The command name (field 2) is parenthesised and may hold spaces, so count fields after it:
-  // utime and stime are fields 14 and 15, i.e. the 12th and 13th after the name.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return (Number(fields[11]) + Number(fields[12])) / clockTicks;
+  return cpuOf(statFields(thread === undefined ? `/proc/${pid}/stat` : `/proc/${pid}/task/${thread}/stat`));
 }
 
 /**
@@ -55,18 +59,13 @@ export function cpuSeconds(pid: number, thread?: number): number {
 export function threadCpuSeconds(pid: number): Map<number, { seconds: number; idle: boolean }> {
   const threads = new Map<number, { seconds: number; idle: boolean }>();
   for (const entry of readdirSync(`/proc/${pid}/task`)) {
-    let stat: string;
+    let fields: string[];
     try {
-      stat = readFileSync(`/proc/${pid}/task/${entry}/stat`, 'utf8');
+      fields = statFields(`/proc/${pid}/task/${entry}/stat`);
     } catch {
       continue;
     }
-    // After the parenthesised name: utime, stime are the 12th and 13th fields, the policy the 39th.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    threads.set(Number(entry), {
-      seconds: (Number(fields[11]) + Number(fields[12])) / clockTicks,
-      idle: Number(fields[38]) === 5,
-    });
+    threads.set(Number(entry), { seconds: cpuOf(fields), idle: Number(fields[38]) === 5 });
   }
   return threads;
 }
