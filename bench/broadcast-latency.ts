@@ -34,13 +34,16 @@ import { steadyLoad } from './steady-load.js';
  * connections at the start of the second, then idle — a saturating burst every second.
  *
  *   node --import tsx bench/broadcast-latency.ts [--rounds 5] [--seconds 5] [--rate 200]
- *     [--arrivals steady|bursts] [--control]
+ *     [--arrivals steady|bursts] [--control] [--warmup 2]
  *     [--broadcast webhook,otel-collector,langfuse] [--variant "broadcast.delivery_thread=false"]…
  *     [--gateway-cpus 0,1]
  *
  * `--control` adds a second gateway without destinations, run in turn like the others: the spread
  * between two identical gateways on this host, against which a broadcasting gateway's difference
- * is read.
+ * is read. A last table gives each gateway's p50 and p99 minus the first one's, paired by round.
+ *
+ * `--warmup` is each gateway's load before the first round (default 2 s): V8 is still compiling
+ * the request path 20 s into a 200 req/s load, so `--warmup 30` measures a long-running instance.
  *
  * Each window's garbage collections on the request thread are read from the gateway's `/metrics`
  * (prom-client's `nodejs_gc_duration_seconds`, observed on the main isolate) before and after it:
@@ -56,6 +59,8 @@ const { values } = parseArgs({
     rounds: { type: 'string', default: '5' },
     seconds: { type: 'string', default: '5' },
     rate: { type: 'string', default: '200' },
+    /** Seconds of load per gateway before the rounds: V8 is still optimizing 20 s into a load. */
+    warmup: { type: 'string', default: '2' },
     arrivals: { type: 'string', default: 'steady' },
     broadcast: { type: 'string', default: 'webhook,otel-collector,langfuse' },
     /** `[broadcast.]<key>=<value>[,…]`: the settings of one more broadcasting gateway; repeatable. */
@@ -79,6 +84,7 @@ const positive = (name: string, text: string | undefined): number => {
 const rounds = positive('rounds', values.rounds);
 const seconds = positive('seconds', values.seconds);
 const rate = positive('rate', values.rate);
+const warmup = positive('warmup', values.warmup);
 if (values.arrivals !== 'steady' && values.arrivals !== 'bursts')
   fail(`--arrivals is steady or bursts, got "${values.arrivals}"`);
 const broadcastTypes = values.broadcast.split(',').filter(Boolean);
@@ -281,12 +287,12 @@ try {
   }
   console.log(
     `broadcast latency on CPU ${gatewayCpus}: chat at ${rate} req/s (${values.arrivals === 'bursts' ? "autocannon's per-second bursts, 4 connections" : 'steady arrivals'}), ${seconds} s per gateway ` +
-      `and round, ${rounds} rounds; destinations: ${broadcastTypes.join(', ')}`,
+      `and round, ${rounds} rounds after ${warmup} s of warm-up each; destinations: ${broadcastTypes.join(', ')}`,
   );
   // Warm-up: JIT, pools, the receivers' connections.
   for (const contender of contenders) {
     const gateway = contender.gateway as LaunchedGateway;
-    await load(gateway, 2);
+    await load(gateway, warmup);
     await waitForDrain(gateway.origin, 120_000, 250);
   }
   for (let round = 1; round <= rounds; round += 1) {
@@ -335,8 +341,34 @@ try {
         `${contender.gc.major.count} | ${peakRssMegabytes(contender.gateway?.child.pid as number)?.toFixed(0) ?? '–'} |`,
     );
   }
+  printPairedDifferences(contenders);
 } finally {
   await receivers.close();
   await stopAll();
   rmSync(scratch, { recursive: true, force: true });
+}
+
+/**
+ * Each gateway's p50 and p99 minus the first gateway's, round by round: the gateways of a round ran
+ * back to back, so the host's slow drift cancels out of each difference. With `--control`, the
+ * control's differences are how far two identical gateways differ here; a broadcasting gateway's
+ * differences within that spread are not measurable on this host.
+ */
+function printPairedDifferences(contenders: readonly Contender[]): void {
+  const [reference, ...others] = contenders;
+  if (!reference || others.length === 0) return;
+  const signed = (value: number) => `${value >= 0 ? '+' : ''}${value.toFixed(2)}`;
+  console.log(
+    `\n| paired by round, minus "${reference.name}" | p50 ms: median (min … max) | p99 ms: median (min … max) | rounds with a higher p99 |`,
+  );
+  console.log('| --- | --- | --- | ---: |');
+  for (const contender of others) {
+    const p50 = contender.p50.map((value, round) => value - (reference.p50[round] ?? Number.NaN));
+    const p99 = contender.p99.map((value, round) => value - (reference.p99[round] ?? Number.NaN));
+    const spread = (values: number[]) =>
+      `${signed(median(values))} (${signed(Math.min(...values))} … ${signed(Math.max(...values))})`;
+    console.log(
+      `| ${contender.name} | ${spread(p50)} | ${spread(p99)} | ${p99.filter((value) => value > 0).length} of ${p99.length} |`,
+    );
+  }
 }
