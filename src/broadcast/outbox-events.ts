@@ -162,6 +162,7 @@ const FANOUT_MARK = '*';
 export function partsOf(row: BroadcastOutboxTable): BroadcastOutboxTable[] {
   if (row.fanout === null) return [row];
   const event = builtEvents.get(row);
+  const stowed = stowedPayloads.get(row);
   return row.fanout.split(',').map((destinationId) => {
     const part: BroadcastOutboxTable = {
       ...row,
@@ -172,6 +173,7 @@ export function partsOf(row: BroadcastOutboxTable): BroadcastOutboxTable[] {
       fanout: null,
     };
     if (event) builtEvents.set(part, event);
+    if (stowed) stowedPayloads.set(part, stowed);
     return part;
   });
 }
@@ -185,4 +187,29 @@ const builtEvents = new WeakMap<BroadcastOutboxTable, BroadcastEvent>();
 
 export function eventOfBuiltRow(row: BroadcastOutboxTable): BroadcastEvent | undefined {
   return builtEvents.get(row);
+}
+
+/**
+ * The payloads of rows the worker holds in memory, as UTF-8 bytes outside the JS heap (see
+ * `stowPayload`), by row; a fan-out row's parts share its bytes.
+ */
+const stowedPayloads = new WeakMap<BroadcastOutboxTable, Buffer>();
+
+/**
+ * Moves a held row's payload text out of the JS heap: the worker holds a handed-over row until
+ * every destination has it (a second or more with batching), and on the request thread a payload
+ * kept that long survives a scavenge, which copies it, then is promoted, so the pauses of a
+ * broadcasting gateway grow with its events. Kept as a Buffer, only a small view is on the heap;
+ * `payloadText` gives the text back where it is needed (a send, a part kept as a row of its own).
+ * The row's `payload` field is empty from then on: read it only through `payloadText`.
+ */
+export function stowPayload(row: BroadcastOutboxTable): void {
+  if (stowedPayloads.has(row)) return;
+  stowedPayloads.set(row, Buffer.from(row.payload, 'utf8'));
+  row.payload = '';
+}
+
+/** A row's payload text, whether it is in the row or stowed. */
+export function payloadText(row: BroadcastOutboxTable): string {
+  return stowedPayloads.get(row)?.toString('utf8') ?? row.payload;
 }

@@ -1,6 +1,6 @@
 import { newTimeOrderedId } from '../platform/ids.js';
 import type { BroadcastOutboxTable } from '../storage/database-schema.js';
-import { partsOf } from './outbox-events.js';
+import { partsOf, payloadText } from './outbox-events.js';
 import type { OutboxRepository } from './outbox-repository.js';
 
 interface FanOut {
@@ -44,6 +44,7 @@ export function createFanoutOutbox(repository: OutboxRepository) {
     if (changes) {
       fanOut.kept.push({
         ...part,
+        payload: payloadText(part),
         id: newTimeOrderedId(Date.now()),
         lease_until: null,
         leased_by: null,

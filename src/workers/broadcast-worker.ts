@@ -11,7 +11,7 @@ import {
 } from '../broadcast/destination-type.js';
 import { destinationType } from '../broadcast/destination-types.js';
 import type { ExporterHttp } from '../broadcast/exporter-http.js';
-import { eventOfBuiltRow } from '../broadcast/outbox-events.js';
+import { eventOfBuiltRow, payloadText, stowPayload } from '../broadcast/outbox-events.js';
 import { createFanoutOutbox } from '../broadcast/outbox-fanout.js';
 import { createOutboxRepository } from '../broadcast/outbox-repository.js';
 import type { Config } from '../config/config-schema.js';
@@ -353,6 +353,7 @@ export function createBroadcastWorker(options: {
       const excludedSet = new Set(excludedNow);
       const claimed: BroadcastOutboxTable[] = [];
       const notNow: BroadcastOutboxTable[] = [];
+      for (const row of stored) stowPayload(row);
       for (const row of outbox.expand(stored)) {
         if (excludedSet.has(row.destination_id)) notNow.push(row);
         else claimed.push(row);
@@ -515,7 +516,7 @@ export function createBroadcastWorker(options: {
       .map((row) => ({
         row,
         item: {
-          payload: row.payload,
+          payload: payloadText(row),
           event: eventOfBuiltRow(row),
           idempotencyKey: row.idempotency_key,
           attempt: row.attempts,
@@ -755,7 +756,11 @@ export function createBroadcastWorker(options: {
         if (row.leased_by !== owner) continue;
         // Beyond the bound a row goes back as it is (a fan-out row whole, not split).
         if (stopped || handoffSize >= MAX_HANDOFF_ROWS) overflow.push(row.id);
-        else enqueue(outbox.expand([row]), now);
+        else {
+          // Held until every destination has it: its payload waits off the JS heap.
+          stowPayload(row);
+          enqueue(outbox.expand([row]), now);
+        }
       }
       if (overflow.length > 0) {
         outbox.release(overflow, owner).catch((error: unknown) => {

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { idempotencyKeyOf } from '../../src/broadcast/outbox-events.js';
+import { idempotencyKeyOf, payloadText, stowPayload } from '../../src/broadcast/outbox-events.js';
 import { createFanoutOutbox } from '../../src/broadcast/outbox-fanout.js';
 import type { OutboxRepository } from '../../src/broadcast/outbox-repository.js';
 import type { BroadcastOutboxTable } from '../../src/storage/database-schema.js';
@@ -80,84 +80,111 @@ describe('fan-out outbox bookkeeping', () => {
     ]);
   });
 
-  it('keeps each part not delivered as a row of its own, in the state it was left in', async () => {
-    const { calls, repository } = recordingRepository();
-    const outbox = createFanoutOutbox(repository);
-    const row = fanOutRow(['d1', 'd2', 'd3', 'd4', 'd5']);
-    outbox.expand([row]);
-    await outbox.remove([`${row.id}/d1`], 'me');
-    await outbox.reschedule(`${row.id}/d2`, {
-      nextAttemptAt: new Date('2030-01-01T00:02:00.000Z'),
-      error: 'receiver answered 500: boom',
-      status: 500,
-      owner: 'me',
+  for (const stowed of [false, true]) {
+    it(`keeps each part not delivered as a row of its own, in the state it was left in${stowed ? ' (its payload stowed off the heap)' : ''}`, async () => {
+      const { calls, repository } = recordingRepository();
+      const outbox = createFanoutOutbox(repository);
+      const row = { ...fanOutRow(['d1', 'd2', 'd3', 'd4', 'd5']), payload: '{"output":"héllo 🌍 ✓"}' };
+      const text = row.payload;
+      if (stowed) stowPayload(row);
+      outbox.expand([row]);
+      await outbox.remove([`${row.id}/d1`], 'me');
+      await outbox.reschedule(`${row.id}/d2`, {
+        nextAttemptAt: new Date('2030-01-01T00:02:00.000Z'),
+        error: 'receiver answered 500: boom',
+        status: 500,
+        owner: 'me',
+      });
+      await outbox.postpone([`${row.id}/d3`], new Date('2030-01-01T00:03:00.000Z'), 'me');
+      await outbox.release([`${row.id}/d4`], 'me');
+      assert.deepEqual(calls, []);
+      await outbox.bury(`${row.id}/d5`, {
+        now: new Date('2030-01-01T00:04:00.000Z'),
+        error: 'receiver answered 400: bad',
+        status: 400,
+        owner: 'me',
+      });
+      assert.equal(calls.length, 1);
+      const [name, id, owner, kept] = calls[0] as unknown as [string, string, string, BroadcastOutboxTable[]];
+      assert.deepEqual([name, id, owner], ['settleFanout', row.id, 'me']);
+      const summary = kept.map((entry) => ({
+        destination: entry.destination_id,
+        key: entry.idempotency_key,
+        status: entry.status,
+        attempts: entry.attempts,
+        next: entry.next_attempt_at,
+        lease: [entry.lease_until, entry.leased_by],
+        error: [entry.last_status, entry.last_error],
+        dead_at: entry.dead_at,
+        fanout: entry.fanout,
+        payload: entry.payload,
+      }));
+      const base = { lease: [null, null], fanout: null, payload: text, dead_at: null };
+      assert.deepEqual(summary, [
+        {
+          ...base,
+          destination: 'd2',
+          key: idempotencyKeyOf(row.generation_id, 'd2'),
+          status: 'pending',
+          attempts: 2,
+          next: '2030-01-01T00:02:00.000Z',
+          error: [500, 'receiver answered 500: boom'],
+        },
+        {
+          ...base,
+          destination: 'd3',
+          key: idempotencyKeyOf(row.generation_id, 'd3'),
+          status: 'pending',
+          attempts: 1,
+          next: '2030-01-01T00:03:00.000Z',
+          error: [null, null],
+        },
+        {
+          ...base,
+          destination: 'd4',
+          key: idempotencyKeyOf(row.generation_id, 'd4'),
+          status: 'pending',
+          attempts: 1,
+          next: row.next_attempt_at,
+          error: [null, null],
+        },
+        {
+          ...base,
+          destination: 'd5',
+          key: idempotencyKeyOf(row.generation_id, 'd5'),
+          status: 'dead',
+          attempts: 2,
+          next: row.next_attempt_at,
+          error: [400, 'receiver answered 400: bad'],
+          dead_at: '2030-01-01T00:04:00.000Z',
+        },
+      ]);
+      assert.equal(new Set(kept.map((entry) => entry.id)).size, 4);
+      assert.ok(kept.every((entry) => entry.id !== row.id));
     });
-    await outbox.postpone([`${row.id}/d3`], new Date('2030-01-01T00:03:00.000Z'), 'me');
-    await outbox.release([`${row.id}/d4`], 'me');
-    assert.deepEqual(calls, []);
-    await outbox.bury(`${row.id}/d5`, {
-      now: new Date('2030-01-01T00:04:00.000Z'),
-      error: 'receiver answered 400: bad',
-      status: 400,
-      owner: 'me',
-    });
-    assert.equal(calls.length, 1);
-    const [name, id, owner, kept] = calls[0] as unknown as [string, string, string, BroadcastOutboxTable[]];
-    assert.deepEqual([name, id, owner], ['settleFanout', row.id, 'me']);
-    const summary = kept.map((entry) => ({
-      destination: entry.destination_id,
-      key: entry.idempotency_key,
-      status: entry.status,
-      attempts: entry.attempts,
-      next: entry.next_attempt_at,
-      lease: [entry.lease_until, entry.leased_by],
-      error: [entry.last_status, entry.last_error],
-      dead_at: entry.dead_at,
-      fanout: entry.fanout,
-      payload: entry.payload,
-    }));
-    const base = { lease: [null, null], fanout: null, payload: row.payload, dead_at: null };
-    assert.deepEqual(summary, [
-      {
-        ...base,
-        destination: 'd2',
-        key: idempotencyKeyOf(row.generation_id, 'd2'),
-        status: 'pending',
-        attempts: 2,
-        next: '2030-01-01T00:02:00.000Z',
-        error: [500, 'receiver answered 500: boom'],
-      },
-      {
-        ...base,
-        destination: 'd3',
-        key: idempotencyKeyOf(row.generation_id, 'd3'),
-        status: 'pending',
-        attempts: 1,
-        next: '2030-01-01T00:03:00.000Z',
-        error: [null, null],
-      },
-      {
-        ...base,
-        destination: 'd4',
-        key: idempotencyKeyOf(row.generation_id, 'd4'),
-        status: 'pending',
-        attempts: 1,
-        next: row.next_attempt_at,
-        error: [null, null],
-      },
-      {
-        ...base,
-        destination: 'd5',
-        key: idempotencyKeyOf(row.generation_id, 'd5'),
-        status: 'dead',
-        attempts: 2,
-        next: row.next_attempt_at,
-        error: [400, 'receiver answered 400: bad'],
-        dead_at: '2030-01-01T00:04:00.000Z',
-      },
-    ]);
-    assert.equal(new Set(kept.map((entry) => entry.id)).size, 4);
-    assert.ok(kept.every((entry) => entry.id !== row.id));
+  }
+
+  it("stows a held row's payload off the heap: its parts give the text back, the field is empty", () => {
+    const outbox = createFanoutOutbox(recordingRepository().repository);
+    const row = { ...fanOutRow(['d1', 'd2']), payload: '{"input":"naïve","output":"🌍"}' };
+    const single = { ...fanOutRow([]), destination_id: 'd9', status: 'pending' as const, fanout: null };
+    const singleText = single.payload;
+    stowPayload(row);
+    stowPayload(single);
+    // Stowing twice keeps the bytes (the field is already empty).
+    stowPayload(row);
+    const parts = outbox.expand([row, single]);
+    assert.deepEqual(
+      parts.map((part) => [part.payload, payloadText(part)]),
+      [
+        ['', '{"input":"naïve","output":"🌍"}'],
+        ['', '{"input":"naïve","output":"🌍"}'],
+        ['', singleText],
+      ],
+    );
+    // A row never stowed is its own text.
+    const plain = fanOutRow([]);
+    assert.equal(payloadText(plain), plain.payload);
   });
 
   it('does not expand again a row whose parts it still holds (claimed back after its lease ran out)', async () => {
