@@ -34,13 +34,16 @@ import { steadyLoad } from './steady-load.js';
  * connections at the start of the second, then idle — a saturating burst every second.
  *
  *   node --import tsx bench/broadcast-latency.ts [--rounds 5] [--seconds 5] [--rate 200]
- *     [--arrivals steady|bursts] [--control] [--warmup 2]
+ *     [--arrivals steady|bursts] [--control] [--warmup 2] [--base <checkout>]
  *     [--broadcast webhook,otel-collector,langfuse] [--variant "broadcast.delivery_thread=false"]…
  *     [--gateway-cpus 0,1]
  *
  * `--control` adds a second gateway without destinations, run in turn like the others: the spread
  * between two identical gateways on this host, against which a broadcasting gateway's difference
  * is read. A last table gives each gateway's p50 and p99 minus the first one's, paired by round.
+ * `--base <checkout>` adds a broadcasting gateway that runs another build (its `dist/`, e.g. a git
+ * worktree of the commit before a change, built with `npx tsc -p tsconfig.build.json`) with this
+ * checkout's settings: a change measured side by side, in the same rounds.
  *
  * `--warmup` is each gateway's load before the first round (default 2 s): V8 is still compiling
  * the request path 20 s into a 200 req/s load, so `--warmup 30` measures a long-running instance.
@@ -67,6 +70,8 @@ const { values } = parseArgs({
     variant: { type: 'string', multiple: true },
     /** Adds a second gateway without destinations: how far two identical gateways differ here. */
     control: { type: 'boolean', default: false },
+    /** Another checkout (built, e.g. a git worktree of the commit before a change): one more broadcasting gateway runs it. */
+    base: { type: 'string' },
     'gateway-cpus': { type: 'string' },
   },
 });
@@ -111,6 +116,8 @@ interface Contender {
   broadcast: boolean;
   /** Where its bench/inference-config.yaml is read from. */
   configRoot: string;
+  /** The checkout whose build it runs (this one, or `--base`). */
+  checkout: string;
   gateway?: LaunchedGateway;
   p50: number[];
   p99: number[];
@@ -160,10 +167,11 @@ function addGc(into: GcTotals, after: GcTotals, before: GcTotals): void {
 const scratch = mkdtempSync(join(tmpdir(), 'switchyard-broadcast-latency-'));
 const baseConfig = readFileSync(join(root, 'bench/inference-config.yaml'), 'utf8');
 /** A gateway to load in turn, with empty figures. */
-const newContender = (name: string, broadcast: boolean, configRoot: string): Contender => ({
+const newContender = (name: string, broadcast: boolean, configRoot: string, checkout = root): Contender => ({
   name,
   broadcast,
   configRoot,
+  checkout,
   p50: [],
   p99: [],
   all: [],
@@ -189,6 +197,17 @@ const contenders: Contender[] = [
       configRoot,
     );
   }),
+  // The same settings as the first broadcasting gateway, on the base checkout's build.
+  ...(values.base
+    ? [
+        newContender(
+          `${broadcastTypes.length} destinations (base build)`,
+          true,
+          join(scratch, 'variant-0'),
+          values.base,
+        ),
+      ]
+    : []),
 ];
 
 const payload = JSON.stringify({
@@ -267,7 +286,7 @@ try {
     const directory = join(scratch, `db-${contenders.indexOf(contender)}`);
     mkdirSync(directory);
     contender.gateway = await launchGateway({
-      checkout: root,
+      checkout: contender.checkout,
       cpu: gatewayCpus,
       upstreamOrigin,
       directory,
