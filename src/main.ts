@@ -5,6 +5,7 @@ import type { Config } from './config/config-schema.js';
 import { ConfigError, loadConfig } from './config/load-config.js';
 import { applyHeapGrowth } from './platform/heap-growth.js';
 import { lowerHelperThreads } from './platform/helper-threads.js';
+import { applyParallelScavenge } from './platform/parallel-scavenge.js';
 
 const help = `switchyard — self-hosted model gateway
 
@@ -28,6 +29,7 @@ class UsageError extends Error {}
 
 async function serve(config: Config): Promise<void> {
   applyHeapGrowth(config.heap_growth_percent);
+  const scavenge = applyParallelScavenge(config.parallel_scavenge);
   // Before the app starts its own threads (SQLite, delivery): those keep the priority they choose.
   const helpers = lowerHelperThreads(config.helper_thread_niceness);
   const { app } = await buildApp({ config });
@@ -36,6 +38,8 @@ async function serve(config: Config): Promise<void> {
       { niceness: config.helper_thread_niceness, ...helpers },
       'helper threads lowered below the request thread',
     );
+  if (scavenge)
+    app.log.info({ flag: scavenge, setting: config.parallel_scavenge }, 'parallel scavenging off');
   let closing = false;
   const shutdown = (signal: string) => {
     if (closing) return;

@@ -199,6 +199,22 @@ describe('loadConfig', () => {
         /helper_thread_niceness/,
         /<= 19/,
       );
+      configError(
+        () => loadConfig({ SWITCHYARD_CONFIG: file('parallel_scavenge: sometimes\n') }),
+        /parallel_scavenge/,
+      );
+    });
+
+    it('takes parallel_scavenge as auto, true or false', () => {
+      assert.equal(loadConfig({}).parallel_scavenge, 'auto');
+      assert.equal(
+        loadConfig({ SWITCHYARD_CONFIG: file('parallel_scavenge: false\n') }).parallel_scavenge,
+        false,
+      );
+      assert.equal(
+        loadConfig({ SWITCHYARD_CONFIG: file('parallel_scavenge: true\n') }).parallel_scavenge,
+        true,
+      );
     });
 
     it('refuses a broadcast batch linger longer than a quarter of the lease, naming both settings', () => {

@@ -127,6 +127,12 @@ export const ConfigSchema = Type.Object(
      */
     helper_thread_niceness: Type.Integer({ minimum: 0, maximum: 19 }),
     /**
+     * V8's parallel scavenging: `auto` turns it off when the process has one CPU to run on (its
+     * affinity or its container's CPU quota), where the tasks cannot run in parallel. See
+     * src/platform/parallel-scavenge.ts.
+     */
+    parallel_scavenge: Type.Union([Type.Literal('auto'), Type.Boolean()]),
+    /**
      * SQLite: checkpoint the WAL from a worker thread, so the two fsyncs of a checkpoint never run
      * inside a commit on the event loop (src/storage/sqlite-checkpointer.ts). Ignored on PostgreSQL.
      */
@@ -233,6 +239,7 @@ export const defaultConfig: Static<typeof ConfigSchema> = {
   shutdown_timeout_ms: 10_000,
   heap_growth_percent: 20,
   helper_thread_niceness: 10,
+  parallel_scavenge: 'auto',
   sqlite_background_checkpoint: true,
   sqlite_thread: false,
   broadcast: {
