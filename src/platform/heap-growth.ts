@@ -1,4 +1,5 @@
 import { setFlagsFromString } from 'node:v8';
+import { givenNodeFlags } from './node-flags.js';
 
 /**
  * V8 collects the old generation when it reaches a limit set after each full collection: what
@@ -15,7 +16,7 @@ import { setFlagsFromString } from 'node:v8';
 export function applyHeapGrowth(
   percent: number,
   setFlags: (flags: string) => void = setFlagsFromString,
-  nodeFlags: readonly string[] = [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)],
+  nodeFlags: readonly string[] = givenNodeFlags(),
 ): string | null {
   if (!Number.isSafeInteger(percent) || percent < 0)
     throw new RangeError(`heap growth must be a non-negative integer percent, got ${percent}`);

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { availableParallelism } from 'node:os';
 import { setFlagsFromString } from 'node:v8';
+import { givenNodeFlags } from './node-flags.js';
 
 /** `auto`: off when the process has one CPU to run on, on otherwise. */
 export type ParallelScavenge = 'auto' | boolean;
@@ -28,10 +29,7 @@ export function applyParallelScavenge(
 ): string | null {
   if (setting !== 'auto' && typeof setting !== 'boolean')
     throw new RangeError(`parallel scavenge is auto, true or false, got ${String(setting)}`);
-  const nodeFlags = options.nodeFlags ?? [
-    ...process.execArgv,
-    ...(process.env.NODE_OPTIONS ?? '').split(/\s+/),
-  ];
+  const nodeFlags = options.nodeFlags ?? givenNodeFlags();
   if (nodeFlags.some((flag) => /^--(no[-_])?parallel[-_]scavenge$/.test(flag))) return null;
   const on = setting === 'auto' ? (options.cpus ?? usableCpus()) > 1 : setting;
   // V8's default is on: only turning it off needs a flag.
