@@ -21,4 +21,13 @@ describe('newTimeOrderedId', () => {
     assert.deepEqual([...ids].sort(), ids);
     assert.equal(new Set(Array.from({ length: 10_000 }, () => newTimeOrderedId(0))).size, 10_000);
   });
+
+  it('keeps the random bits apart from the time and the version (each id its own)', () => {
+    const ids = Array.from({ length: 600 }, () => newTimeOrderedId(Date.UTC(2026, 0, 1)));
+    for (const id of ids) assert.ok(isUuid(id) && id[14] === '7' && /[89ab]/.test(id[19] ?? ''), id);
+    // Past the pool's 256 ids: the refilled pool gives other bytes, and the shared text buffer
+    // never leaks one id's digits into another (the time prefix is the same, the rest differs).
+    assert.equal(new Set(ids.map((id) => id.slice(14))).size, ids.length);
+    assert.equal(new Set(ids.map((id) => id.slice(0, 13))).size, 1);
+  });
 });
