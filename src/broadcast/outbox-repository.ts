@@ -40,14 +40,25 @@ export function createOutboxRepository(storage: Storage) {
           ? sql``
           : sql`and destination_id not in (${sql.join(options.busy.map((id) => sql`${id}`))})`;
       const claimOf = async (status: 'fanout' | 'pending', limit: number, filter: typeof busy) => {
+        /** The rows of `status` this claim may take: due, not leased (or their lease ran out). */
+        const claimable = sql`status = ${status} and next_attempt_at <= ${now}
+               and (lease_until is null or lease_until < ${now}) ${filter}`;
+        // Most claims find nothing (an empty outbox; or every due row is leased to this worker,
+        // handed over at its commit). On SQLite the update below opens a write transaction even
+        // then, ~0.3–1 ms on the request thread several times a second; this read costs ~15 µs,
+        // answered by the claim index alone.
+        if (storage.kind === 'sqlite') {
+          const due = await sql`
+            select 1 as due from broadcast_outbox where ${claimable} limit 1`.execute(db);
+          if (due.rows.length === 0) return [];
+        }
         const result = await sql<BroadcastOutboxTable>`
           update broadcast_outbox
              set lease_until = ${options.leaseUntil.toISOString()}, leased_by = ${options.owner},
                  attempts = attempts + 1
            where id in (
              select id from broadcast_outbox
-              where status = ${status} and next_attempt_at <= ${now}
-                and (lease_until is null or lease_until < ${now}) ${filter}
+              where ${claimable}
               order by next_attempt_at, id
               limit ${limit}
               ${lockClause})
