@@ -11,7 +11,8 @@ import type { ExporterHttp } from './exporter-http.js';
 
 /** One stored event to send: its payload as stored, and the event itself when still at hand. */
 export interface StoredItem {
-  payload: string;
+  /** The event's JSON: text, or its UTF-8 bytes (a payload the worker stowed; decoded where it is sent). */
+  payload: string | Uint8Array;
   /** The event the payload was serialized from (a row this process just built); else it is parsed. */
   event?: BroadcastEvent;
   idempotencyKey: string;
@@ -64,7 +65,7 @@ export async function deliverBatch(
     let event = stored.event;
     if (event === undefined) {
       try {
-        event = JSON.parse(stored.payload) as BroadcastEvent;
+        event = JSON.parse(payloadJson(stored.payload)) as BroadcastEvent;
       } catch {
         unreadable.push({ index, retryable: false, message: 'the stored event is not valid JSON' });
         return;
@@ -108,6 +109,12 @@ export async function deliverBatch(
     : undefined;
   return stopped ? { rejected, stopped } : { rejected };
 }
+
+const utf8 = new TextDecoder();
+
+/** A payload's JSON text (bytes are UTF-8; an invalid sequence becomes U+FFFD, as Buffer decodes it). */
+const payloadJson = (payload: string | Uint8Array): string =>
+  typeof payload === 'string' ? payload : utf8.decode(payload);
 
 /** Sends in this thread, with the given HTTP client. */
 export function createInProcessDeliverer(http: ExporterHttp): Deliverer {

@@ -80,8 +80,9 @@ function spawn(settings: ThreadSettings): Worker {
  * Sends batches from a worker thread at a lowered priority (nice 19 and, on Linux, the SCHED_IDLE
  * policy, as the gateway starts it): encoding the events (OTLP, vendor JSON), compressing, signing
  * and the HTTP exchanges with receivers then never hold up the request thread's event loop, and on
- * a shared core the scheduler runs requests first. Only strings cross over: each event's stored
- * payload (parsed in the thread) and the destination's opened config. Started at the first batch; a
+ * a shared core the scheduler runs requests first. Only plain data crosses over: each event's
+ * stored payload (text, or the UTF-8 bytes of a payload the worker stowed: decoded and parsed in
+ * the thread) and the destination's opened config. Started at the first batch; a
  * thread that dies fails its batches as retryable and the next batch starts a new one.
  */
 export function createThreadDeliverer(options: {
@@ -215,7 +216,8 @@ export function createThreadDeliverer(options: {
           id,
           request: {
             type: request.type,
-            // The payload text only: the thread parses it (an event object would be copied field by field).
+            // The payload only (text or bytes): the thread decodes and parses it (an event object
+            // would be copied field by field, and decoding bytes here would cost the request thread).
             items: request.items.map(({ payload, idempotencyKey, attempt }) => ({
               payload,
               idempotencyKey,

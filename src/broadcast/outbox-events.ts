@@ -8,9 +8,12 @@ import { type BroadcastTarget, eventForDestination, selects } from './destinatio
 export const MAX_PAYLOAD_CHARS = 262_144;
 const SHORT_TEXT_CHARS = 4_096;
 
-/** `<generation id>:<destination id>` hashed: the key receivers deduplicate a retried event by. */
+/**
+ * `<generation id>:<destination id>` hashed: the key receivers deduplicate a retried event by. The
+ * first 16 bytes in hex, made as a string of their own (a slice of the 64-digit text keeps it all).
+ */
 export const idempotencyKeyOf = (generationId: string, destinationId: string) =>
-  hash('sha256', `${generationId}:${destinationId}`, 'hex').slice(0, 32);
+  hash('sha256', `${generationId}:${destinationId}`, 'buffer').toString('hex', 0, 16);
 
 const shorten = (messages: BroadcastMessage[] | null) =>
   messages?.map((message) => ({
@@ -160,22 +163,30 @@ const FANOUT_MARK = '*';
  * fan-out's bookkeeping maps back to the row. A part of a row this process built keeps its event.
  */
 export function partsOf(row: BroadcastOutboxTable): BroadcastOutboxTable[] {
-  if (row.fanout === null) return [row];
+  return destinationsOf(row).map((destinationId) => partOf(row, destinationId));
+}
+
+/** The destinations a row is for: its own, or a fan-out row's. */
+export function destinationsOf(row: BroadcastOutboxTable): string[] {
+  return row.fanout === null ? [row.destination_id] : row.fanout.split(',');
+}
+
+/** One part of a fan-out row (see `partsOf`); a row of its own is its only part. */
+export function partOf(row: BroadcastOutboxTable, destinationId: string): BroadcastOutboxTable {
+  if (row.fanout === null) return row;
+  const part: BroadcastOutboxTable = {
+    ...row,
+    id: `${row.id}/${destinationId}`,
+    destination_id: destinationId,
+    idempotency_key: idempotencyKeyOf(row.generation_id, destinationId),
+    status: 'pending',
+    fanout: null,
+  };
   const event = builtEvents.get(row);
+  if (event) builtEvents.set(part, event);
   const stowed = stowedPayloads.get(row);
-  return row.fanout.split(',').map((destinationId) => {
-    const part: BroadcastOutboxTable = {
-      ...row,
-      id: `${row.id}/${destinationId}`,
-      destination_id: destinationId,
-      idempotency_key: idempotencyKeyOf(row.generation_id, destinationId),
-      status: 'pending',
-      fanout: null,
-    };
-    if (event) builtEvents.set(part, event);
-    if (stowed) stowedPayloads.set(part, stowed);
-    return part;
-  });
+  if (stowed) stowedPayloads.set(part, stowed);
+  return part;
 }
 
 /**
@@ -211,6 +222,14 @@ export function stowPayload(row: BroadcastOutboxTable): void {
   bytes.write(row.payload, 'utf8');
   stowedPayloads.set(row, bytes);
   row.payload = '';
+}
+
+/**
+ * A row's payload as it goes to a send: its stowed UTF-8 bytes as they are (the delivery thread
+ * decodes them, not the request thread), or the text still in the row.
+ */
+export function payloadToSend(row: BroadcastOutboxTable): string | Uint8Array {
+  return stowedPayloads.get(row) ?? row.payload;
 }
 
 /** A row's payload text, whether it is in the row or stowed. */

@@ -1,6 +1,6 @@
 import { newTimeOrderedId } from '../platform/ids.js';
 import type { BroadcastOutboxTable } from '../storage/database-schema.js';
-import { partsOf, payloadText } from './outbox-events.js';
+import { destinationsOf, partOf, payloadText } from './outbox-events.js';
 import type { OutboxRepository } from './outbox-repository.js';
 
 interface FanOut {
@@ -25,7 +25,7 @@ interface FanOut {
 export function createFanoutOutbox(repository: OutboxRepository) {
   const parts = new Map<string, { fanOut: FanOut; part: BroadcastOutboxTable }>();
   /** Fan-out rows with parts not settled yet, by row id. */
-  const open = new Set<string>();
+  const open = new Map<string, FanOut>();
   /** Rows `expand` found still open since the last `takeReclaimed`. */
   let reclaimed: string[] = [];
 
@@ -83,38 +83,62 @@ export function createFanoutOutbox(repository: OutboxRepository) {
     }
   }
 
-  return {
-    /**
-     * The rows as the worker delivers them: a fan-out row becomes its parts, the others stay as they
-     * are. A fan-out row whose parts this worker still holds (its lease ran out while a slow
-     * destination kept one waiting, and the worker claimed it back) is left out: those parts are
-     * settled as they are, rather than sent again to the destinations already delivered.
-     */
-    expand(rows: readonly BroadcastOutboxTable[]): BroadcastOutboxTable[] {
-      const expanded: BroadcastOutboxTable[] = [];
-      for (const row of rows) {
-        if (row.fanout === null) {
-          expanded.push(row);
-          continue;
-        }
-        if (open.has(row.id)) {
-          // The claim renewed its lease: the parts still waiting carry it, so they are not handed
-          // back for a lease that is in fact fresh. (The worker gives the claim's attempt back.)
-          for (const entry of parts.values()) {
-            if (entry.fanOut.row.id === row.id) entry.part.lease_until = row.lease_until;
-          }
-          reclaimed.push(row.id);
-          continue;
-        }
-        open.add(row.id);
-        const rowParts = partsOf(row);
-        const fanOut: FanOut = { row, waiting: rowParts.length, kept: [] };
-        for (const part of rowParts) {
-          parts.set(part.id, { fanOut, part });
-          expanded.push(part);
-        }
+  /**
+   * The rows as the worker queues them, by destination: a row of its own for its destination, a
+   * fan-out row once for each of its destinations — standing for its part there, which `partFor`
+   * makes when it is sent (so a row waiting in three queues is one object, not four). A fan-out
+   * row whose parts this worker still holds (its lease ran out while a slow destination kept one
+   * waiting, and the worker claimed it back) is left out: those parts are settled as they are,
+   * rather than sent again to the destinations already delivered.
+   */
+  function openRows(
+    rows: readonly BroadcastOutboxTable[],
+  ): Array<[destinationId: string, row: BroadcastOutboxTable]> {
+    const queued: Array<[string, BroadcastOutboxTable]> = [];
+    for (const row of rows) {
+      if (row.fanout === null) {
+        queued.push([row.destination_id, row]);
+        continue;
       }
-      return expanded;
+      const held = open.get(row.id);
+      if (held) {
+        // The claim renewed its lease: the parts still waiting carry it, so they are not handed
+        // back for a lease that is in fact fresh. (The worker gives the claim's attempt back.)
+        held.row.lease_until = row.lease_until;
+        for (const entry of parts.values()) {
+          if (entry.fanOut === held) entry.part.lease_until = row.lease_until;
+        }
+        reclaimed.push(row.id);
+        continue;
+      }
+      const destinations = destinationsOf(row);
+      open.set(row.id, { row, waiting: destinations.length, kept: [] });
+      for (const destinationId of destinations) queued.push([destinationId, row]);
+    }
+    return queued;
+  }
+
+  /**
+   * What the worker sends to `destinationId` for a row `open` queued there: the row itself, or
+   * the fan-out row's part for that destination, made now and settled like a row of its own.
+   * Asked once per queued entry.
+   */
+  function partFor(row: BroadcastOutboxTable, destinationId: string): BroadcastOutboxTable {
+    if (row.fanout === null) return row;
+    const fanOut = open.get(row.id);
+    const part = partOf(fanOut?.row ?? row, destinationId);
+    if (fanOut) parts.set(part.id, { fanOut, part });
+    return part;
+  }
+
+  return {
+    open: openRows,
+
+    partFor,
+
+    /** `open` and `partFor` at once: every part made now (tests, and what does not queue). */
+    expand(rows: readonly BroadcastOutboxTable[]): BroadcastOutboxTable[] {
+      return openRows(rows).map(([destinationId, row]) => partFor(row, destinationId));
     },
 
     /** The ids of rows claimed again while still open (see `expand`), once. */

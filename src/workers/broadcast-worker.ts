@@ -11,7 +11,7 @@ import {
 } from '../broadcast/destination-type.js';
 import { destinationType } from '../broadcast/destination-types.js';
 import type { ExporterHttp } from '../broadcast/exporter-http.js';
-import { eventOfBuiltRow, payloadText, stowPayload } from '../broadcast/outbox-events.js';
+import { eventOfBuiltRow, payloadToSend, stowPayload } from '../broadcast/outbox-events.js';
 import { createFanoutOutbox } from '../broadcast/outbox-fanout.js';
 import { createOutboxRepository } from '../broadcast/outbox-repository.js';
 import type { Config } from '../config/config-schema.js';
@@ -34,6 +34,9 @@ const DESTINATION_CACHE_MS = 1_000;
 
 /** Handed-over rows kept in memory at most; more go back to the database to be claimed. */
 const MAX_HANDOFF_ROWS = 5_000;
+
+/** A row of its own (or a part already made) as queued: for its own destination. */
+const ownEntry = (row: BroadcastOutboxTable): [string, BroadcastOutboxTable] => [row.destination_id, row];
 
 /** No single send runs longer than this (the HTTP client's own timeouts are shorter). */
 const SEND_TIMEOUT_MS = 40_000;
@@ -115,7 +118,9 @@ export function createBroadcastWorker(options: {
    * Rows this instance stored already leased to itself (the generation log hands them over after
    * the commit), by destination: delivered from memory, without a claim query. A destination's
    * queue is sent once its first row has waited `batch_linger_ms` (or it holds a claim's worth), so
-   * the events of many commits go in one batch.
+   * the events of many commits go in one batch. A fan-out row waits in each of its destinations'
+   * queues as itself: its part for the destination is made when the queue is sent
+   * (`outbox.partFor`), so the row is held as one object rather than as one per destination.
    */
   const handoff = new Map<string, { rows: BroadcastOutboxTable[]; since: number }>();
   let handoffSize = 0;
@@ -247,7 +252,9 @@ export function createBroadcastWorker(options: {
     for (const [destinationId, queue] of handoff) {
       if (taken.size >= free) break;
       if (skip.has(destinationId) || readyAt(queue) > now) continue;
-      const batch = queue.rows.splice(0, settings.claim_batch);
+      const batch = queue.rows
+        .splice(0, settings.claim_batch)
+        .map((row) => outbox.partFor(row, destinationId));
       // What is left was queued as long: it goes next without a fresh linger.
       if (queue.rows.length === 0) handoff.delete(destinationId);
       handoffSize -= batch.length;
@@ -257,23 +264,28 @@ export function createBroadcastWorker(options: {
   }
 
   /**
-   * Rows leased to this worker queued for their destination's next batch. Those of a paused
-   * destination wait in the database, unleased, until the pause ends: kept here they would hold a
-   * lease the pause (Retry-After up to an hour) can outlast.
+   * Rows leased to this worker queued for their destination's next batch (a fan-out row for one of
+   * its destinations, see `outbox.open`). Those of a paused destination wait in the database,
+   * unleased, until the pause ends: kept here they would hold a lease the pause (Retry-After up to
+   * an hour) can outlast.
    */
-  function enqueue(rows: readonly BroadcastOutboxTable[], now: number): void {
+  function enqueue(
+    entries: Iterable<readonly [destinationId: string, row: BroadcastOutboxTable]>,
+    now: number,
+  ): void {
     const paused = new Map<number, string[]>();
-    for (const row of rows) {
-      const until = pausedUntil.get(row.destination_id);
+    for (const [destinationId, row] of entries) {
+      const until = pausedUntil.get(destinationId);
       if (until !== undefined && until > now) {
+        const id = outbox.partFor(row, destinationId).id;
         const ids = paused.get(until);
-        if (ids) ids.push(row.id);
-        else paused.set(until, [row.id]);
+        if (ids) ids.push(id);
+        else paused.set(until, [id]);
         continue;
       }
-      const queued = handoff.get(row.destination_id);
+      const queued = handoff.get(destinationId);
       if (queued) queued.rows.push(row);
-      else handoff.set(row.destination_id, { rows: [row], since: now });
+      else handoff.set(destinationId, { rows: [row], since: now });
       handoffSize += 1;
     }
     for (const [until, ids] of paused) {
@@ -309,7 +321,7 @@ export function createBroadcastWorker(options: {
         // Not being delivered to (busy destinations are not claimed for): nothing of theirs to ask for.
         claimedFromDatabase.delete(row.destination_id);
       }
-      enqueue(inHand, now.getTime());
+      enqueue(inHand.map(ownEntry), now.getTime());
       throw error;
     }
   }
@@ -352,11 +364,11 @@ export function createBroadcastWorker(options: {
       // is paused), rather than split the row.
       const excludedSet = new Set(excludedNow);
       const claimed: BroadcastOutboxTable[] = [];
-      const notNow: BroadcastOutboxTable[] = [];
+      const notNow: Array<[string, BroadcastOutboxTable]> = [];
       for (const row of stored) stowPayload(row);
-      for (const row of outbox.expand(stored)) {
-        if (excludedSet.has(row.destination_id)) notNow.push(row);
-        else claimed.push(row);
+      for (const entry of outbox.open(stored)) {
+        if (excludedSet.has(entry[0])) notNow.push(entry);
+        else claimed.push(outbox.partFor(entry[1], entry[0]));
       }
       enqueue(notNow, now.getTime());
       holding([...rows, ...claimed]);
@@ -387,7 +399,7 @@ export function createBroadcastWorker(options: {
     for (const row of beyond) held.delete(row.id);
     // A fan-out row's parts wait for their destination in memory; other rows go back.
     const fanOutParts = beyond.filter((row) => outbox.isPart(row.id));
-    enqueue(fanOutParts, now.getTime());
+    enqueue(fanOutParts.map(ownEntry), now.getTime());
     const returned = beyond.filter((row) => !outbox.isPart(row.id));
     const starting = started.flatMap(([, group]) => group);
     holding([...starting, ...returned]);
@@ -516,7 +528,7 @@ export function createBroadcastWorker(options: {
       .map((row) => ({
         row,
         item: {
-          payload: payloadText(row),
+          payload: payloadToSend(row),
           event: eventOfBuiltRow(row),
           idempotencyKey: row.idempotency_key,
           attempt: row.attempts,
@@ -560,7 +572,9 @@ export function createBroadcastWorker(options: {
       if (pause !== null) {
         // The receiver is down or asked to slow down: the events not yet tried wait with it, their
         // attempt not counted, and the destination is not claimed for until then.
-        const waiting = handoff.get(destination.id)?.rows ?? [];
+        const waiting = (handoff.get(destination.id)?.rows ?? []).map((row) =>
+          outbox.partFor(row, destination.id),
+        );
         handoff.delete(destination.id);
         handoffSize -= waiting.length;
         const untried = [...pending.map(({ row }) => row), ...waiting];
@@ -759,7 +773,7 @@ export function createBroadcastWorker(options: {
         else {
           // Held until every destination has it: its payload waits off the JS heap.
           stowPayload(row);
-          enqueue(outbox.expand([row]), now);
+          enqueue(outbox.open([row]), now);
         }
       }
       if (overflow.length > 0) {
@@ -800,7 +814,9 @@ export function createBroadcastWorker(options: {
       abort.abort();
       await looping?.catch(() => undefined);
       await Promise.allSettled([...busy.values()]);
-      const waiting = [...handoff.values()].flatMap((queue) => queue.rows.map((row) => row.id));
+      const waiting = [...handoff].flatMap(([destinationId, queue]) =>
+        queue.rows.map((row) => outbox.partFor(row, destinationId).id),
+      );
       handoff.clear();
       handoffSize = 0;
       const unsettled = [...held, ...waiting];

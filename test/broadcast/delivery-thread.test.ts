@@ -22,7 +22,7 @@ const chrtInstalled = spawnSync('chrt', ['--help']).status === 0;
 
 function request(
   receiver: FakeReceiver,
-  payloads: string[],
+  payloads: Array<string | Uint8Array>,
   signal = new AbortController().signal,
 ): DeliveryRequest {
   return {
@@ -147,6 +147,28 @@ describe('delivery thread', { timeout: 60_000 }, () => {
         assert.equal(typeof priority.idle, 'string', 'without chrt the thread says why it is not idle');
       }
     }
+  });
+
+  it('decodes payloads given as UTF-8 bytes (a stowed row) in the thread', async () => {
+    reply = async () => ({ status: 200, body: {} });
+    const before = receiver.requests.length;
+    const text = JSON.stringify(
+      sampleEvent({
+        generation_id: 'gen-bytes',
+        output: [{ role: 'assistant', content: 'Grüße — ✓ 日本' }],
+      }),
+    );
+    const outcome = await deliverer.deliver(
+      request(receiver, [Buffer.from(text, 'utf8'), new TextEncoder().encode('{not json')]),
+    );
+    assert.deepEqual(
+      outcome?.rejected?.map((entry) => [entry.index, entry.retryable, entry.message]),
+      [[1, false, 'the stored event is not valid JSON']],
+    );
+    const sent = receiver.requests.slice(before);
+    assert.equal(sent.length, 1);
+    assert.ok(sent[0]?.text.includes('Grüße — ✓ 日本'), sent[0]?.text.slice(0, 300));
+    assert.ok(sent[0]?.text.includes('gen-bytes'));
   });
 
   it('hands back a failure as a DeliveryError with its status and Retry-After', async () => {

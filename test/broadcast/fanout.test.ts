@@ -6,7 +6,7 @@ import { idempotencyKeyOf } from '../../src/broadcast/outbox-events.js';
 import { createOutboxRepository } from '../../src/broadcast/outbox-repository.js';
 import type { BroadcastOutboxTable } from '../../src/storage/database-schema.js';
 import type { ReceivedRequest } from '../helpers/broadcast-fixtures.js';
-import type { TestApp } from '../helpers/test-app.js';
+import { isolatedDatabase, type TestApp } from '../helpers/test-app.js';
 import {
   chat,
   createWebhook,
@@ -185,9 +185,122 @@ describe('broadcast fan-out rows', () => {
     // Each event once: none was both kept in memory and delivered again from the database.
     for (const hook of hooks) assert.equal(hook.deliveries().length, 2);
   });
+  it('pauses one destination of a fan-out row: its queued and later parts wait as rows of its own, the others are delivered once', async () => {
+    const { gateway, key } = await gatewayWith();
+    const steady = await receiver();
+    let first = true;
+    // The first request is answered late, so more events queue for the destination meanwhile.
+    const limited = await receiver(async () => {
+      if (!first) return { status: 200, body: {} };
+      first = false;
+      await setTimeout(500);
+      return { status: 429, headers: { 'retry-after': '30' }, body: {} };
+    });
+    await createWebhook(gateway, steady, { name: 'steady' });
+    const limitedId = await createWebhook(gateway, limited, { name: 'limited' });
+    const generations = [String((await chat(gateway, key)).headers.get('x-generation-id'))];
+    await waitUntil('the first request in flight', () => limited.deliveries().length === 1);
+    for (let n = 0; n < 3; n += 1)
+      generations.push(String((await chat(gateway, key)).headers.get('x-generation-id')));
+    await gateway.services.generations.flush();
+    const limitedRows = async (count: number) => {
+      const rows = await outboxRows(gateway);
+      return rows.length === count && rows.every((row) => row.fanout === null && row.leased_by === null);
+    };
+    await waitUntil('the destination paused, its events postponed', () => limitedRows(4));
+    // An event that arrives during the pause waits too (its part for the paused destination).
+    generations.push(String((await chat(gateway, key)).headers.get('x-generation-id')));
+    await waitUntil('the steady destination has every event', () => steady.deliveries().length === 5);
+    await waitUntil('the later event postponed', () => limitedRows(5));
+    const rows = await outboxRows(gateway);
+    assert.deepEqual(
+      rows.map((row) => [row.destination_id, row.idempotency_key, row.status]).sort(),
+      generations.map((id) => [limitedId, idempotencyKeyOf(id, limitedId), 'pending']).sort(),
+    );
+    assert.deepEqual(
+      rows.map((row) => row.attempts).sort(),
+      [0, 0, 0, 0, 1],
+      'only the event that was tried spent an attempt',
+    );
+    for (const row of rows) {
+      assert.ok(Date.parse(row.next_attempt_at) - Date.now() > 25_000, 'waits out the Retry-After');
+      assert.match(row.payload, /hello there/);
+    }
+    assert.equal(limited.deliveries().length, 1, 'nothing more was sent while paused');
+    assert.equal(new Set(steady.deliveries().map(keyOf)).size, 5, 'each event sent once');
+  });
+
+  it('hands back on shutdown only the parts not delivered, as rows of their own for their destination', async () => {
+    const database = isolatedDatabase();
+    try {
+      const gateway = await startBroadcastGateway({ database });
+      let slowId: string;
+      const steady = await startHookReceiver();
+      // Busy with the first event until shutdown: the second waits in its queue.
+      const slow = await startHookReceiver(() => 'hang');
+      try {
+        await setBroadcast(gateway, true);
+        const { key } = await inferenceKey(gateway);
+        await createWebhook(gateway, steady, { name: 'steady' });
+        slowId = await createWebhook(gateway, slow, { name: 'slow' });
+        const generations = [String((await chat(gateway, key)).headers.get('x-generation-id'))];
+        await waitUntil('the slow destination busy', () => slow.deliveries().length === 1);
+        generations.push(String((await chat(gateway, key)).headers.get('x-generation-id')));
+        await waitUntil('the steady destination has both', () => steady.deliveries().length === 2);
+        // Its answer settles the part in memory (no statement until the row's last part).
+        await setTimeout(200);
+        await gateway.close();
+        const reader = await startBroadcastGateway({ database, broadcast: { worker_enabled: false } });
+        try {
+          const rows = await outboxRows(reader);
+          assert.deepEqual(
+            rows
+              .map((row) => [
+                row.destination_id,
+                row.idempotency_key,
+                row.fanout,
+                row.leased_by,
+                row.attempts,
+              ])
+              .sort(),
+            generations.map((id) => [slowId, idempotencyKeyOf(id, slowId), null, null, 0]).sort(),
+          );
+        } finally {
+          await reader.close();
+        }
+        assert.equal(new Set(steady.deliveries().map(keyOf)).size, 2);
+      } finally {
+        await steady.close();
+        await slow.close();
+      }
+    } finally {
+      await database.drop();
+    }
+  });
 });
 
-describe('outbox repository: settling a fan-out row', () => {
+/** An outbox row as stored, for the repository's tests. */
+const row = (fields: Partial<BroadcastOutboxTable>): BroadcastOutboxTable => ({
+  id: `row-${Math.random().toString(16).slice(2)}`,
+  destination_id: 'd1',
+  workspace_id: 'w',
+  generation_id: `gen-${Math.random().toString(16).slice(2)}`,
+  idempotency_key: 'k',
+  payload: '{}',
+  status: 'pending',
+  attempts: 0,
+  next_attempt_at: '2030-01-01T00:00:00.000Z',
+  lease_until: null,
+  leased_by: null,
+  last_error: null,
+  last_status: null,
+  created_at: '2030-01-01T00:00:00.000Z',
+  dead_at: null,
+  fanout: null,
+  ...fields,
+});
+
+describe('outbox repository: settling a fan-out row, claiming', () => {
   let gateway: TestApp;
   before(async () => {
     gateway = await startBroadcastGateway({ broadcast: { worker_enabled: false } });
@@ -196,24 +309,16 @@ describe('outbox repository: settling a fan-out row', () => {
     await gateway.close();
   });
 
-  const fanOutRow = (leasedBy: string | null): BroadcastOutboxTable => ({
-    id: `fan-${Math.random().toString(16).slice(2)}`,
-    destination_id: '*0',
-    workspace_id: 'w',
-    generation_id: `gen-${Math.random().toString(16).slice(2)}`,
-    idempotency_key: '',
-    payload: '{}',
-    status: 'fanout',
-    attempts: 1,
-    next_attempt_at: '2030-01-01T00:00:00.000Z',
-    lease_until: leasedBy ? '2030-01-01T00:01:00.000Z' : null,
-    leased_by: leasedBy,
-    last_error: null,
-    last_status: null,
-    created_at: '2030-01-01T00:00:00.000Z',
-    dead_at: null,
-    fanout: 'd1,d2',
-  });
+  const fanOutRow = (leasedBy: string | null): BroadcastOutboxTable =>
+    row({
+      destination_id: '*0',
+      idempotency_key: '',
+      status: 'fanout',
+      attempts: 1,
+      lease_until: leasedBy ? '2030-01-01T00:01:00.000Z' : null,
+      leased_by: leasedBy,
+      fanout: 'd1,d2',
+    });
 
   it('gives back the attempt of a row claimed again by the worker that holds it, and only then', async () => {
     const { db } = gateway.services.storage;
@@ -268,5 +373,83 @@ describe('outbox repository: settling a fan-out row', () => {
         { id: theirs.id, destination_id: '*0', leased_by: 'other', last_status: null, fanout: 'd1,d2' },
       ].sort((a, b) => (a.id < b.id ? -1 : 1)),
     );
+  });
+
+  /** Records whether each statement run on the embedded connection writes (null: not SQLite on this thread). */
+  function recordStatements(): { writes: () => string[]; restore: () => void } | null {
+    const connection = gateway.services.storage.sqlite;
+    if (!connection) return null;
+    const prototype = Object.getPrototypeOf(connection.prepare('select 1')) as Record<
+      string,
+      (...args: unknown[]) => unknown
+    >;
+    const writes: string[] = [];
+    const originals = new Map<string, (...args: unknown[]) => unknown>();
+    for (const method of ['all', 'get', 'run', 'iterate']) {
+      const original = prototype[method] as (...args: unknown[]) => unknown;
+      originals.set(method, original);
+      prototype[method] = function (this: { readonly: boolean; source: string }, ...args: unknown[]) {
+        if (!this.readonly) writes.push(this.source);
+        return original.apply(this, args);
+      };
+    }
+    return {
+      writes: () => writes,
+      restore: () => {
+        for (const [method, original] of originals) prototype[method] = original;
+      },
+    };
+  }
+
+  it('claims due rows, and opens no write transaction on SQLite when nothing is due', async () => {
+    const { db } = gateway.services.storage;
+    const repository = createOutboxRepository(gateway.services.storage);
+    const now = new Date('2030-01-01T00:00:10.000Z');
+    const claim = () =>
+      repository.claim({
+        limit: 10,
+        fanOutLimit: 5,
+        now,
+        leaseUntil: new Date('2030-01-01T00:01:10.000Z'),
+        owner: 'me',
+        busy: ['d2'],
+      });
+    // From an empty outbox: the tests above leave rows of their own.
+    await db.deleteFrom('broadcast_outbox').execute();
+    const notDue = [
+      row({ lease_until: '2030-01-01T00:01:00.000Z', leased_by: 'other' }),
+      row({ next_attempt_at: '2030-01-02T00:00:00.000Z' }),
+      row({ destination_id: 'd2' }),
+      row({ status: 'dead', dead_at: '2030-01-01T00:00:00.000Z' }),
+      row({
+        status: 'fanout',
+        destination_id: '*0',
+        fanout: 'd1,d2',
+        next_attempt_at: '2030-01-02T00:00:00.000Z',
+      }),
+    ];
+    await db.insertInto('broadcast_outbox').values(notDue).execute();
+    const recorder = recordStatements();
+    try {
+      assert.deepEqual(await claim(), { fanOuts: [], rows: [] });
+      assert.deepEqual(recorder?.writes() ?? [], [], 'nothing due: no statement that writes');
+      const due = row({});
+      const dueFanOut = row({ status: 'fanout', destination_id: '*0', fanout: 'd1,d2' });
+      await db.insertInto('broadcast_outbox').values([due, dueFanOut]).execute();
+      const claimed = await claim();
+      assert.deepEqual(
+        claimed.rows.map((found) => [found.id, found.leased_by, found.attempts]),
+        [[due.id, 'me', 1]],
+      );
+      assert.deepEqual(
+        claimed.fanOuts.map((found) => [found.id, found.leased_by, found.attempts]),
+        [[dueFanOut.id, 'me', 1]],
+      );
+      if (recorder) assert.ok(recorder.writes().some((source) => /update broadcast_outbox/.test(source)));
+      assert.deepEqual(await claim(), { fanOuts: [], rows: [] });
+    } finally {
+      recorder?.restore();
+      await db.deleteFrom('broadcast_outbox').execute();
+    }
   });
 });

@@ -205,4 +205,46 @@ describe('fan-out outbox bookkeeping', () => {
     // Settled: a later claim of the same row (another worker's, handed back) is its own again.
     assert.equal(outbox.expand([row]).length, 2);
   });
+
+  it('queues a fan-out row once per destination and makes a part only when asked, carrying a lease renewed meanwhile', async () => {
+    const { calls, repository } = recordingRepository();
+    const outbox = createFanoutOutbox(repository);
+    const row = fanOutRow(['d1', 'd2', 'd3']);
+    stowPayload(row);
+    const single = { ...fanOutRow([]), destination_id: 'd9', status: 'pending' as const, fanout: null };
+    const queued = outbox.open([row, single]);
+    // The row itself stands in every queue: nothing per destination is made yet.
+    assert.deepEqual(
+      queued.map(([destinationId, entry]) => [destinationId, entry]),
+      [
+        ['d1', row],
+        ['d2', row],
+        ['d3', row],
+        ['d9', single],
+      ],
+    );
+    assert.equal(outbox.isPart(`${row.id}/d1`), false);
+    assert.equal(outbox.partFor(single, 'd9'), single);
+    const first = outbox.partFor(row, 'd1');
+    assert.deepEqual(
+      [first.id, first.destination_id, first.idempotency_key, first.status, first.fanout],
+      [`${row.id}/d1`, 'd1', idempotencyKeyOf(row.generation_id, 'd1'), 'pending', null],
+    );
+    assert.equal(payloadText(first), '{"generation_id":"x"}');
+    assert.equal(outbox.isPart(first.id), true);
+    // Its lease ran out and the worker claimed the row back: parts made later carry the new lease.
+    const renewed = '2030-01-01T00:09:00.000Z';
+    assert.deepEqual(outbox.open([{ ...row, attempts: 3, lease_until: renewed }]), []);
+    assert.deepEqual(outbox.takeReclaimed(), [row.id]);
+    assert.equal(first.lease_until, renewed);
+    const second = outbox.partFor(row, 'd2');
+    const third = outbox.partFor(row, 'd3');
+    assert.equal(second.lease_until, renewed);
+    assert.equal(payloadText(third), '{"generation_id":"x"}');
+    // Settled like parts made at once: one statement once the last of them is.
+    await outbox.remove([first.id, second.id], 'me');
+    assert.deepEqual(calls, []);
+    await outbox.remove([third.id], 'me');
+    assert.deepEqual(calls, [['removeHeld', [row.id], 'me']]);
+  });
 });
