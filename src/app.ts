@@ -54,12 +54,6 @@ import { createBroadcastWorker } from './workers/broadcast-worker.js';
 
 export const API_PREFIX = '/api/v1';
 
-/**
- * The delivery thread's nice value: the lowest priority, so requests on the same core go first. It
- * also runs SCHED_IDLE where it can (docs/decisions.md, "The delivery thread runs SCHED_IDLE").
- */
-const DELIVERY_THREAD_NICENESS = 19;
-
 export interface Services {
   storage: Storage;
   /** Seals and opens stored secrets (BYOK credentials) under the master key. */
@@ -234,7 +228,7 @@ export async function buildApp(options: BuildOptions): Promise<{ app: FastifyIns
       ? createThreadDeliverer({
           settings: {
             allowPrivateNetworks: config.broadcast.allow_private_networks,
-            niceness: DELIVERY_THREAD_NICENESS,
+            niceness: config.broadcast.delivery_thread_niceness,
             idle: config.broadcast.delivery_thread_idle,
           },
           logger,

@@ -241,6 +241,18 @@ describe('loadConfig', () => {
       );
     });
 
+    it('runs the delivery thread at nice 19 by default, and takes 0–19 only', () => {
+      assert.equal(loadConfig({}).broadcast.delivery_thread_niceness, 19);
+      const normal = loadConfig({ SWITCHYARD_CONFIG: file('broadcast:\n  delivery_thread_niceness: 0\n') });
+      assert.equal(normal.broadcast.delivery_thread_niceness, 0);
+      for (const value of ['20', '-1', '2.5', 'low']) {
+        configError(
+          () => loadConfig({ SWITCHYARD_CONFIG: file(`broadcast:\n  delivery_thread_niceness: ${value}\n`) }),
+          /broadcast\.delivery_thread_niceness/,
+        );
+      }
+    });
+
     it('refuses a providers section that is not a mapping', () => {
       configError(() => loadConfig({ SWITCHYARD_CONFIG: file('providers:\n  - openai\n') }), /providers/);
       configError(() => loadConfig({ SWITCHYARD_CONFIG: file('providers: openai\n') }), /providers/);

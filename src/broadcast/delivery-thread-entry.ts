@@ -15,14 +15,15 @@ const port = parentPort;
 if (!port) throw new Error('delivery-thread-entry runs as a worker thread');
 
 /**
- * Lowers this thread's priority: its nice value, then (when asked) the SCHED_IDLE policy. Linux
+ * Lowers this thread's priority: the SCHED_IDLE policy (when asked), then its nice value. Linux
  * schedules threads one by one, so the request thread keeps its own. Reports what was set, or why
- * it could not be.
+ * it could not be. `chrt` runs first, while this thread still has its normal priority: the process
+ * it starts inherits the thread's class and nice value.
  */
 async function lowerPriority(niceness: number, idle: boolean): Promise<ThreadPriority> {
-  if (niceness === 0 && !idle) return { niceness: 0, idle: false };
   const tid = currentThreadId();
   if (tid === null) return { niceness: 'no thread id', idle: idle ? 'no thread id' : false };
+  const idleSet = idle ? await scheduleIdle(tid) : false;
   let set: number | string = 0;
   try {
     // setpriority() on a tid concerns that thread.
@@ -31,7 +32,23 @@ async function lowerPriority(niceness: number, idle: boolean): Promise<ThreadPri
   } catch (error) {
     set = (error as Error).message;
   }
-  return { niceness: set, idle: idle ? await scheduleIdle(tid) : false };
+  return { niceness: set, idle: idleSet };
+}
+
+/**
+ * Lowers the priority once, after the first batch: that batch loads what its exporter loads on
+ * first use (the OpenTelemetry packages behind OTLP, ~20 MB) and compiles the encoding, work that
+ * at nice 19 and SCHED_IDLE waited 34 s for a core on a host kept busy by other processes
+ * (docs/decisions.md, "The delivery thread lowers its priority after its first batch").
+ */
+const nothingToLower = settings.niceness === 0 && !settings.idle;
+let lowered = nothingToLower;
+function lowerOnce(): void {
+  if (lowered) return;
+  lowered = true;
+  void lowerPriority(settings.niceness, settings.idle).then((priority) =>
+    reply({ kind: 'priority', priority }),
+  );
 }
 
 const http = createExporterHttp({ allowPrivateNetworks: settings.allowPrivateNetworks });
@@ -67,7 +84,12 @@ port.on('message', (message: ThreadMessage) => {
       }),
     )
     .catch((error: unknown) => reply({ kind: 'failure', id: message.id, error: deliveryErrorData(error) }))
-    .finally(() => inFlight.delete(message.id));
+    .finally(() => {
+      inFlight.delete(message.id);
+      lowerOnce();
+    });
 });
 
-reply({ kind: 'ready', priority: await lowerPriority(settings.niceness, settings.idle) });
+reply({ kind: 'ready' });
+// Nothing to lower: the priority is known at once.
+if (nothingToLower) reply({ kind: 'priority', priority: { niceness: 0, idle: false } });

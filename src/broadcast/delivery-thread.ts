@@ -36,7 +36,10 @@ export type ThreadMessage =
 
 /** Thread → parent. */
 export type ThreadReply =
-  | { kind: 'ready'; priority: ThreadPriority }
+  /** The thread has loaded its modules. */
+  | { kind: 'ready' }
+  /** What the thread lowered itself to, after its first batch (at once when there is nothing to lower). */
+  | { kind: 'priority'; priority: ThreadPriority }
   | {
       kind: 'outcome';
       id: number;
@@ -78,7 +81,8 @@ function spawn(settings: ThreadSettings): Worker {
 
 /**
  * Sends batches from a worker thread at a lowered priority (nice 19 and, on Linux, the SCHED_IDLE
- * policy, as the gateway starts it): encoding the events (OTLP, vendor JSON), compressing, signing
+ * policy, as the gateway starts it; the thread lowers itself once its first batch has settled, so
+ * what that batch loads and compiles is not left to wait for an idle core): encoding the events (OTLP, vendor JSON), compressing, signing
  * and the HTTP exchanges with receivers then never hold up the request thread's event loop, and on
  * a shared core the scheduler runs requests first. Only plain data crosses over: each event's
  * stored payload (text, or the UTF-8 bytes of a payload the worker stowed: decoded and parsed in
@@ -126,6 +130,9 @@ export function createThreadDeliverer(options: {
     thread.on('message', (message: ThreadReply) => {
       if (message.kind === 'ready') {
         loaded();
+        return;
+      }
+      if (message.kind === 'priority') {
         const { niceness, idle } = message.priority;
         announcePriority(message.priority);
         if (typeof niceness === 'string') {

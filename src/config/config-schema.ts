@@ -176,6 +176,12 @@ export const ConfigSchema = Type.Object(
          * alone, which gives deliveries a larger share of a core that requests keep fully busy.
          */
         delivery_thread_idle: Type.Boolean(),
+        /**
+         * The delivery thread's nice value (0 leaves it at the process's). 19 yields the most to
+         * requests; a host kept busy by other processes can then starve deliveries for a long time,
+         * so such a host may want less (with `delivery_thread_idle: false`, which otherwise decides).
+         */
+        delivery_thread_niceness: Type.Integer({ minimum: 0, maximum: 19 }),
         /** How often an idle worker looks for due events. */
         poll_interval_ms: Type.Integer({ minimum: 10, maximum: 60_000 }),
         /**
@@ -249,6 +255,7 @@ export const defaultConfig: Static<typeof ConfigSchema> = {
     worker_enabled: true,
     delivery_thread: true,
     delivery_thread_idle: true,
+    delivery_thread_niceness: 19,
     poll_interval_ms: 500,
     batch_linger_ms: 1_000,
     claim_batch: 200,

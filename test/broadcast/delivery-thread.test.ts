@@ -14,6 +14,15 @@ import {
   sampleEvent,
   startReceiver,
 } from '../helpers/broadcast-fixtures.js';
+import {
+  chat,
+  createWebhook,
+  inferenceKey,
+  setBroadcast,
+  startBroadcastGateway,
+  startHookReceiver,
+  waitUntil,
+} from './delivery-harness.js';
 
 const quiet = { info: () => undefined, warn: () => undefined };
 
@@ -124,8 +133,18 @@ describe('delivery thread', { timeout: 60_000 }, () => {
     await receiver.close();
   });
 
-  it('sends a batch from a thread at the lowest priority, SCHED_IDLE', async () => {
+  it('sends a batch from a thread at the lowest priority, SCHED_IDLE, lowered after its first batch', async () => {
     reply = async () => ({ status: 200, body: {} });
+    await deliverer.warm?.();
+    if (process.platform === 'linux') {
+      // Loaded, nothing sent yet: what the first batch loads and compiles runs at normal priority.
+      // (A thread that lowered itself at start would have run chrt by now.)
+      await new Promise((resolve) => setTimeout(resolve, 500));
+      const [main, ...others] = threadNiceValues();
+      if (main !== 19) assert.ok(!others.includes(19), 'no thread is at nice 19 before the first batch');
+      const idle = readdirSync('/proc/self/task').filter((tid) => threadPolicy(Number(tid)) === SCHED_IDLE);
+      assert.equal(idle.length, 0, 'no thread runs SCHED_IDLE before the first batch');
+    }
     const outcome = await deliverer.deliver(request(receiver, [payload('gen-1'), payload('gen-2')]));
     assert.equal(outcome?.rejected, undefined);
     assert.equal(outcome?.stopped, undefined);
@@ -250,5 +269,31 @@ describe('delivery thread', { timeout: 60_000 }, () => {
       closing.deliver(request(receiver, [payload('gen-9')])),
       (error: unknown) => error instanceof DeliveryError && error.retryable,
     );
+  });
+});
+
+describe("a gateway's delivery thread", { timeout: 60_000 }, () => {
+  it('runs at broadcast.delivery_thread_niceness', { skip: process.platform !== 'linux' }, async () => {
+    const niceness = 7;
+    assert.ok(!threadNiceValues().includes(niceness), `no thread of this process at nice ${niceness} yet`);
+    const gateway = await startBroadcastGateway({
+      broadcast: { delivery_thread_niceness: niceness, delivery_thread_idle: false },
+    });
+    const hook = await startHookReceiver();
+    try {
+      await setBroadcast(gateway, true);
+      const { key } = await inferenceKey(gateway);
+      await createWebhook(gateway, hook);
+      await chat(gateway, key);
+      await waitUntil('the delivery', () => hook.deliveries().length > 0);
+      // Lowered once that first batch has settled.
+      await waitUntil(`a thread of this process at nice ${niceness}`, () =>
+        threadNiceValues().includes(niceness),
+      );
+    } finally {
+      await gateway.close();
+      await hook.close();
+    }
+    assert.ok(!threadNiceValues().includes(niceness), 'the thread ends with the gateway');
   });
 });
