@@ -6,6 +6,7 @@ import { ConfigError, loadConfig } from './config/load-config.js';
 import { applyHeapGrowth } from './platform/heap-growth.js';
 import { lowerHelperThreads } from './platform/helper-threads.js';
 import { applyParallelScavenge } from './platform/parallel-scavenge.js';
+import { capYoungGeneration } from './platform/young-generation.js';
 
 const help = `switchyard — self-hosted model gateway
 
@@ -30,6 +31,7 @@ class UsageError extends Error {}
 async function serve(config: Config): Promise<void> {
   applyHeapGrowth(config.heap_growth_percent);
   const scavenge = applyParallelScavenge(config.parallel_scavenge);
+  const youngCap = capYoungGeneration(config.young_generation_mb);
   // Before the app starts its own threads (SQLite, delivery): those keep the priority they choose.
   const helpers = lowerHelperThreads(config.helper_thread_niceness);
   const { app } = await buildApp({ config });
@@ -40,6 +42,7 @@ async function serve(config: Config): Promise<void> {
     );
   if (scavenge)
     app.log.info({ flag: scavenge, setting: config.parallel_scavenge }, 'parallel scavenging off');
+  if (youngCap) app.log.info({ megabytes: config.young_generation_mb }, 'young generation capped');
   let closing = false;
   const shutdown = (signal: string) => {
     if (closing) return;

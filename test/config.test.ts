@@ -217,6 +217,24 @@ describe('loadConfig', () => {
       );
     });
 
+    it('caps the young generation at 8 MB by default, takes 0 to leave V8 its own, and refuses the rest', () => {
+      assert.equal(loadConfig({}).young_generation_mb, 8);
+      assert.equal(
+        loadConfig({ SWITCHYARD_CONFIG: file('young_generation_mb: 0\n') }).young_generation_mb,
+        0,
+      );
+      assert.equal(
+        loadConfig({ SWITCHYARD_CONFIG: file('young_generation_mb: 16\n') }).young_generation_mb,
+        16,
+      );
+      for (const value of ['-1', '2.5', 'big', '2048']) {
+        configError(
+          () => loadConfig({ SWITCHYARD_CONFIG: file(`young_generation_mb: ${value}\n`) }),
+          /young_generation_mb/,
+        );
+      }
+    });
+
     it('refuses a broadcast batch linger longer than a quarter of the lease, naming both settings', () => {
       configError(
         () =>

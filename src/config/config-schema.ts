@@ -133,6 +133,11 @@ export const ConfigSchema = Type.Object(
      */
     parallel_scavenge: Type.Union([Type.Literal('auto'), Type.Boolean()]),
     /**
+     * The young generation (V8's new space) stops growing at this many megabytes, as V8 reports its
+     * size; `0` leaves V8's own growth (to 32 MB under load). See src/platform/young-generation.ts.
+     */
+    young_generation_mb: Type.Integer({ minimum: 0, maximum: 1024 }),
+    /**
      * SQLite: checkpoint the WAL from a worker thread, so the two fsyncs of a checkpoint never run
      * inside a commit on the event loop (src/storage/sqlite-checkpointer.ts). Ignored on PostgreSQL.
      */
@@ -246,6 +251,7 @@ export const defaultConfig: Static<typeof ConfigSchema> = {
   heap_growth_percent: 20,
   helper_thread_niceness: 10,
   parallel_scavenge: 'auto',
+  young_generation_mb: 8,
   sqlite_background_checkpoint: true,
   sqlite_thread: false,
   broadcast: {
