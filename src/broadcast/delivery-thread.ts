@@ -82,12 +82,13 @@ function spawn(settings: ThreadSettings): Worker {
 /**
  * Sends batches from a worker thread at a lowered priority (nice 19 and, on Linux, the SCHED_IDLE
  * policy, as the gateway starts it; the thread lowers itself once its first batch has settled, so
- * what that batch loads and compiles is not left to wait for an idle core): encoding the events (OTLP, vendor JSON), compressing, signing
- * and the HTTP exchanges with receivers then never hold up the request thread's event loop, and on
- * a shared core the scheduler runs requests first. Only plain data crosses over: each event's
- * stored payload (text, or the UTF-8 bytes of a payload the worker stowed: decoded and parsed in
- * the thread) and the destination's opened config. Started at the first batch; a
- * thread that dies fails its batches as retryable and the next batch starts a new one.
+ * what that batch loads and compiles is not left to wait for an idle core): encoding the events
+ * (OTLP, vendor JSON), compressing, signing and the HTTP exchanges with receivers then never hold
+ * up the request thread's event loop, and on a shared core the scheduler runs requests first. Only
+ * plain data crosses over: each event's stored payload (text, or the UTF-8 bytes of a payload the
+ * worker stowed: decoded and parsed in the thread) and the destination's opened config. Started at
+ * the first batch; a thread that dies fails its batches as retryable and the next batch starts a
+ * new one.
  */
 export function createThreadDeliverer(options: {
   settings: ThreadSettings;

@@ -157,21 +157,17 @@ export function outboxRowsFor(options: {
 /** How a fan-out row's `destination_id` starts (destination ids are UUIDs). */
 const FANOUT_MARK = '*';
 
-/**
- * A fan-out row as one row per destination, as the worker delivers them: each part has the
- * destination's id and idempotency key, and an id of its own (`<row id>/<destination id>`) that the
- * fan-out's bookkeeping maps back to the row. A part of a row this process built keeps its event.
- */
-export function partsOf(row: BroadcastOutboxTable): BroadcastOutboxTable[] {
-  return destinationsOf(row).map((destinationId) => partOf(row, destinationId));
-}
-
 /** The destinations a row is for: its own, or a fan-out row's. */
 export function destinationsOf(row: BroadcastOutboxTable): string[] {
   return row.fanout === null ? [row.destination_id] : row.fanout.split(',');
 }
 
-/** One part of a fan-out row (see `partsOf`); a row of its own is its only part. */
+/**
+ * A fan-out row's part for one destination, as the worker delivers it: the destination's id and
+ * idempotency key, and an id of its own (`<row id>/<destination id>`) that the fan-out's bookkeeping
+ * maps back to the row. A part of a row this process built keeps its event. A row of its own is its
+ * only part.
+ */
 export function partOf(row: BroadcastOutboxTable, destinationId: string): BroadcastOutboxTable {
   if (row.fanout === null) return row;
   const part: BroadcastOutboxTable = {

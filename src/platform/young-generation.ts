@@ -32,14 +32,14 @@ const processHost = (): YoungGenerationHost => ({
 /**
  * Stops the young generation (V8's new space, where every allocation starts) from growing past
  * `megabytes`. Under load V8 doubles it after scavenges, from 4 MB to 32 MB as `newSpaceBytes`
- * reports it (Node 20, 64-bit): more memory that survivors are copied within and that the process keeps resident, and pauses
- * that come seldom but long; idle, it shrinks back. V8 reads only at start the flags that bound it
- * (`--max-semi-space-size`), which a config file comes too late for, but it reads
- * `--semi-space-growth-factor` each time it grows the space: after every collection the factor is set
- * to 1 (no growth) once the space has reached the cap, and back to V8's 2 below it. The space still
- * shrinks when idle and grows again up to the cap. V8 grows by doubling, so a cap between two
- * doublings stops at the larger. The flag is the process's: worker threads' young generations stop
- * growing while the request thread's is at its cap.
+ * reports it (Node 20, 64-bit): more memory that survivors are copied within and that the process
+ * keeps resident, and pauses that come seldom but long; idle, it shrinks back. V8 reads the flag
+ * that bounds it (`--max-semi-space-size`) only at start, which a config file comes too late for,
+ * but it reads `--semi-space-growth-factor` each time it grows the space: after every collection
+ * the factor is set to 1 (no growth) once the space has reached the cap, and back to V8's 2 below
+ * it. The space still shrinks when idle and grows again up to the cap. V8 grows by doubling, so a
+ * cap between two doublings stops at the larger. The flag is the process's: worker threads' young
+ * generations stop growing while the request thread's is at its cap.
  *
  * `0` leaves V8's own growth, and so does a semi-space flag given to node itself (command line or
  * `NODE_OPTIONS`). Returns what stops the cap (the growth factor back to V8's), or null.

@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { eventOfBuiltRow, outboxRowsFor, partsOf } from '../../src/broadcast/outbox-events.js';
+import { destinationsOf, eventOfBuiltRow, outboxRowsFor, partOf } from '../../src/broadcast/outbox-events.js';
+import type { BroadcastOutboxTable } from '../../src/storage/database-schema.js';
 import { sampleEvent, sampleTarget } from '../helpers/broadcast-fixtures.js';
+
+const partsOf = (row: BroadcastOutboxTable) =>
+  destinationsOf(row).map((destinationId) => partOf(row, destinationId));
 
 const rowsFor = (keepEvent: boolean) =>
   outboxRowsFor({
