@@ -46,6 +46,7 @@ import { createContentFilterMetrics, createGenerationMetrics, installMetrics } f
 import { connectRedis, whenReady } from './platform/redis.js';
 import { createSecretBox, resolveMasterKey, type SecretBox } from './platform/secret-box.js';
 import { throttled } from './platform/throttled.js';
+import { onWhenCpusAllow } from './platform/usable-cpus.js';
 import { installValidators } from './platform/validation.js';
 import { openStorage, type Storage } from './storage/database.js';
 import type { BroadcastOutboxTable } from './storage/database-schema.js';
@@ -90,7 +91,7 @@ export async function buildServices(
     url: config.database_url,
     schema: config.database_schema,
     backgroundCheckpoint: config.sqlite_background_checkpoint,
-    thread: config.sqlite_thread,
+    thread: onWhenCpusAllow(config.sqlite_thread),
     onThreadFailure: (message) =>
       storageLogger.error(
         { reason: message },

@@ -34,7 +34,7 @@ async function serve(config: Config): Promise<void> {
   const youngCap = capYoungGeneration(config.young_generation_mb);
   // Before the app starts its own threads (SQLite, delivery): those keep the priority they choose.
   const helpers = lowerHelperThreads(config.helper_thread_niceness);
-  const { app } = await buildApp({ config });
+  const { app, services } = await buildApp({ config });
   if (helpers)
     app.log.info(
       { niceness: config.helper_thread_niceness, ...helpers },
@@ -42,6 +42,11 @@ async function serve(config: Config): Promise<void> {
     );
   if (scavenge)
     app.log.info({ flag: scavenge, setting: config.parallel_scavenge }, 'parallel scavenging off');
+  if (services.storage.kind === 'sqlite')
+    app.log.info(
+      { setting: config.sqlite_thread, thread: services.storage.sqliteThread !== null },
+      services.storage.sqliteThread ? 'SQLite runs in its own thread' : 'SQLite runs on the event loop',
+    );
   if (youngCap) app.log.info({ megabytes: config.young_generation_mb }, 'young generation capped');
   let closing = false;
   const shutdown = (signal: string) => {

@@ -203,6 +203,16 @@ describe('loadConfig', () => {
         () => loadConfig({ SWITCHYARD_CONFIG: file('parallel_scavenge: sometimes\n') }),
         /parallel_scavenge/,
       );
+      configError(() => loadConfig({ SWITCHYARD_CONFIG: file('sqlite_thread: 2\n') }), /sqlite_thread/);
+    });
+
+    it('takes sqlite_thread as auto (the default), true or false', () => {
+      assert.equal(loadConfig({}).sqlite_thread, 'auto');
+      for (const value of [true, false])
+        assert.equal(
+          loadConfig({ SWITCHYARD_CONFIG: file(`sqlite_thread: ${value}\n`) }).sqlite_thread,
+          value,
+        );
     });
 
     it('takes parallel_scavenge as auto, true or false', () => {

@@ -145,10 +145,11 @@ export const ConfigSchema = Type.Object(
     /**
      * SQLite: keep the connection in a worker thread, so no statement, commit or checkpoint runs on
      * the event loop (src/storage/sqlite-thread.ts); `sqlite_background_checkpoint` then has nothing
-     * to do. Off by default: it pays on a host with a core to spare, and costs CPU and ~9 MB on one
-     * core (docs/decisions.md). Ignored on PostgreSQL.
+     * to do. `auto` (the default) turns it on when the process has more than one CPU to run on (its
+     * affinity mask or its container's CPU quota): it pays with a core to spare, and costs CPU and
+     * ~9 MB on one core (docs/decisions.md). `true`/`false` force it. Ignored on PostgreSQL.
      */
-    sqlite_thread: Type.Boolean(),
+    sqlite_thread: Type.Union([Type.Literal('auto'), Type.Boolean()]),
     broadcast: Type.Object(
       {
         /**
@@ -253,7 +254,7 @@ export const defaultConfig: Static<typeof ConfigSchema> = {
   parallel_scavenge: 'auto',
   young_generation_mb: 8,
   sqlite_background_checkpoint: true,
-  sqlite_thread: false,
+  sqlite_thread: 'auto',
   broadcast: {
     allow_private_networks: false,
     region: 'global',

@@ -105,7 +105,9 @@ export async function startTestApp(
       bootstrap_key: managementKey,
       redis_url: backend.redisUrl,
       redis_prefix: options.redisPrefix ?? `switchyard-test-${randomBytes(6).toString('hex')}:`,
-      ...(backend.sqliteThread ? { sqlite_thread: true } : {}),
+      // Forced either way (the default, auto, follows the host's CPUs): the plain suite keeps SQLite
+      // on the event loop and SWITCHYARD_TEST_SQLITE_THREAD=1 in its thread, so both paths stay tested.
+      sqlite_thread: backend.sqliteThread,
       ...database.settings,
       ...options.config,
       providers: {

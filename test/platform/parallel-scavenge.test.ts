@@ -2,12 +2,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { describe, it } from 'node:test';
 import { defaultConfig } from '../../src/config/config-schema.js';
-import {
-  applyParallelScavenge,
-  type ParallelScavenge,
-  quotaCpus,
-  usableCpus,
-} from '../../src/platform/parallel-scavenge.js';
+import { applyParallelScavenge, type ParallelScavenge } from '../../src/platform/parallel-scavenge.js';
 
 const apply = (setting: ParallelScavenge, cpus: number, nodeFlags: string[] = []) => {
   const flags: string[] = [];
@@ -70,36 +65,5 @@ describe('applyParallelScavenge', () => {
     };
     assert.ok(background('on') > 0);
     assert.equal(background('off'), 0);
-  });
-});
-
-describe('usableCpus', () => {
-  it("reads a cgroup v2 cpu.max quota, rounded up; 'max' or nonsense is no quota", () => {
-    assert.equal(quotaCpus('100000 100000\n'), 1);
-    assert.equal(quotaCpus('150000 100000'), 2);
-    assert.equal(quotaCpus('50000 100000'), 1);
-    assert.equal(quotaCpus('max 100000\n'), null);
-    assert.equal(quotaCpus('0 100000'), null);
-    assert.equal(quotaCpus('lots'), null);
-    assert.equal(quotaCpus(null), null);
-  });
-
-  it('is the fewer of the affinity mask and the quota, at least 1', () => {
-    assert.equal(
-      usableCpus(8, () => '200000 100000'),
-      2,
-    );
-    assert.equal(
-      usableCpus(1, () => '400000 100000'),
-      1,
-    );
-    assert.equal(
-      usableCpus(4, () => null),
-      4,
-    );
-    assert.equal(
-      usableCpus(0, () => null),
-      1,
-    );
   });
 });

@@ -8,10 +8,12 @@ import { fileURLToPath } from 'node:url';
 import type { Worker } from 'node:worker_threads';
 import { Kysely, sql } from 'kysely';
 import { isUniqueViolation } from '../../src/admin/workspaces/unique-violation.js';
+import { usableCpus } from '../../src/platform/usable-cpus.js';
 import { openStorage, type Storage } from '../../src/storage/database.js';
 import { initializeStorage } from '../../src/storage/initialize.js';
 import { SqliteThreadStoppedError, startSqliteThread } from '../../src/storage/sqlite-thread.js';
 import { SqliteThreadDialect } from '../../src/storage/sqlite-thread-dialect.js';
+import { startTestApp } from '../helpers/test-app.js';
 
 const root = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -340,3 +342,37 @@ function generationRow(id: string, cost: number) {
     member_user_id: null,
   };
 }
+
+describe('sqlite_thread setting', () => {
+  let directory: string;
+  before(() => {
+    directory = mkdtempSync(join(tmpdir(), 'switchyard-sqlite-thread-setting-'));
+  });
+  after(() => rmSync(directory, { recursive: true, force: true }));
+
+  for (const setting of ['auto', true, false] as const) {
+    it(`${String(setting)}: SQLite ${setting === 'auto' ? 'in its thread with a CPU to spare' : setting ? 'in its thread' : 'on the event loop'}, and the gateway writes through it`, async () => {
+      const app = await startTestApp({
+        config: {
+          sqlite_thread: setting,
+          database_url: `sqlite:${join(directory, `${String(setting)}.db`)}`,
+          database_schema: 'main',
+        },
+      });
+      try {
+        const threaded = setting === 'auto' ? usableCpus() > 1 : setting;
+        assert.equal(app.services.storage.sqliteThread !== null, threaded);
+        assert.equal(app.services.storage.sqlite === null, threaded);
+        const created = await app.request('POST', '/api/v1/keys', {
+          body: { name: `thread ${String(setting)}` },
+        });
+        assert.equal(created.status, 200, created.text);
+        const listed = await app.request('GET', '/api/v1/keys');
+        assert.equal(listed.status, 200);
+        assert.ok(listed.body.data.some((key: { name: string }) => key.name === `thread ${String(setting)}`));
+      } finally {
+        await app.close();
+      }
+    });
+  }
+});
