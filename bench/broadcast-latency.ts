@@ -36,7 +36,7 @@ import { steadyLoad } from './steady-load.js';
  *   node --import tsx bench/broadcast-latency.ts [--rounds 5] [--seconds 5] [--rate 200]
  *     [--arrivals steady|bursts] [--control] [--warmup 2] [--base <checkout>]
  *     [--broadcast webhook,otel-collector,langfuse] [--variant "broadcast.delivery_thread=false"]…
- *     [--gateway-cpus 0,1]
+ *     [--settings "sqlite_thread=true"] [--gateway-cpus 0,1]
  *
  * `--control` adds a second gateway without destinations, run in turn like the others: the spread
  * between two identical gateways on this host, against which a broadcasting gateway's difference
@@ -44,6 +44,9 @@ import { steadyLoad } from './steady-load.js';
  * `--base <checkout>` adds a broadcasting gateway that runs another build (its `dist/`, e.g. a git
  * worktree of the commit before a change, built with `npx tsc -p tsconfig.build.json`) with this
  * checkout's settings: a change measured side by side, in the same rounds.
+ *
+ * `--settings` gives every gateway of this checkout (those without destinations too) the same
+ * settings, e.g. to read what broadcast adds with SQLite in its thread; a variant's own win.
  *
  * `--warmup` is each gateway's load before the first round (default 2 s): V8 is still compiling
  * the request path 20 s into a 200 req/s load, so `--warmup 30` measures a long-running instance.
@@ -68,6 +71,8 @@ const { values } = parseArgs({
     broadcast: { type: 'string', default: 'webhook,otel-collector,langfuse' },
     /** `[broadcast.]<key>=<value>[,…]`: the settings of one more broadcasting gateway; repeatable. */
     variant: { type: 'string', multiple: true },
+    /** `[broadcast.]<key>=<value>[,…]`: settings every gateway of this checkout runs with (variants win). */
+    settings: { type: 'string', default: '' },
     /** Adds a second gateway without destinations: how far two identical gateways differ here. */
     control: { type: 'boolean', default: false },
     /** Another checkout (built, e.g. a git worktree of the commit before a change): one more broadcasting gateway runs it. */
@@ -97,18 +102,34 @@ if (broadcastTypes.length === 0) fail('--broadcast names no destination type');
 const root = fileURLToPath(new URL('..', import.meta.url));
 
 /**
- * A variant's settings as YAML lines: `broadcast.<key>=<value>` under `broadcast:` (the bench config
- * ends with that section), `<key>=<value>` at the top level. Values are YAML scalars (true, 3, text).
+ * Settings as a YAML config: `broadcast.<key>=<value>` under `broadcast:` (the bench config ends with
+ * that section), `<key>=<value>` at the top level. Values are YAML scalars (true, 3, text). `--settings`
+ * first, then the variant's, which win for a key both name.
  */
-function variantLines(text: string): { broadcast: string[]; top: string[] } {
-  const lines = { broadcast: [] as string[], top: [] as string[] };
-  for (const pair of text.split(',').filter(Boolean)) {
-    const match = /^(broadcast\.)?([a-z_]+)=([A-Za-z0-9_.-]+)$/.exec(pair.trim());
-    if (!match) fail(`--variant takes [broadcast.]<key>=<value>[,…], got "${pair}"`);
-    if (match[1]) lines.broadcast.push(`  ${match[2]}: ${match[3]}`);
-    else lines.top.push(`${match[2]}: ${match[3]}`);
+function configWith(...texts: string[]): string {
+  const broadcast = new Map<string, string>();
+  const top = new Map<string, string>();
+  for (const text of texts) {
+    for (const pair of text.split(',').filter(Boolean)) {
+      const match = /^(broadcast\.)?([a-z_]+)=([A-Za-z0-9_.-]+)$/.exec(pair.trim());
+      if (!match) fail(`--variant and --settings take [broadcast.]<key>=<value>[,…], got "${pair}"`);
+      (match[1] ? broadcast : top).set(match[2] as string, match[3] as string);
+    }
   }
-  return lines;
+  return [
+    baseConfig.trimEnd(),
+    ...[...broadcast].map(([key, value]) => `  ${key}: ${value}`),
+    ...[...top].map(([key, value]) => `${key}: ${value}`),
+    '',
+  ].join('\n');
+}
+
+/** A directory holding `bench/inference-config.yaml` with these settings. */
+function configRootWith(name: string, ...texts: string[]): string {
+  const configRoot = join(scratch, name);
+  mkdirSync(join(configRoot, 'bench'), { recursive: true });
+  writeFileSync(join(configRoot, 'bench/inference-config.yaml'), configWith(...texts));
+  return configRoot;
 }
 
 interface Contender {
@@ -180,23 +201,19 @@ const newContender = (name: string, broadcast: boolean, configRoot: string, chec
   gc: noGc(),
   requests: 0,
 });
+const shared = values.settings;
 const contenders: Contender[] = [
-  newContender('no destinations', false, root),
-  ...(values.control ? [newContender('no destinations (control)', false, root)] : []),
-  ...['', ...(values.variant ?? [])].map((variant, index) => {
-    const configRoot = join(scratch, `variant-${index}`);
-    mkdirSync(join(configRoot, 'bench'), { recursive: true });
-    const lines = variantLines(variant);
-    writeFileSync(
-      join(configRoot, 'bench/inference-config.yaml'),
-      [baseConfig.trimEnd(), ...lines.broadcast, ...lines.top, ''].join('\n'),
-    );
-    return newContender(
+  newContender('no destinations', false, configRootWith('plain', shared)),
+  ...(values.control
+    ? [newContender('no destinations (control)', false, configRootWith('plain', shared))]
+    : []),
+  ...['', ...(values.variant ?? [])].map((variant, index) =>
+    newContender(
       `${broadcastTypes.length} destinations${variant ? ` (${variant})` : ''}`,
       true,
-      configRoot,
-    );
-  }),
+      configRootWith(`variant-${index}`, shared, variant),
+    ),
+  ),
   // The same settings as the first broadcasting gateway, on the base checkout's build.
   ...(values.base
     ? [
