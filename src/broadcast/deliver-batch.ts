@@ -8,6 +8,7 @@ import {
 } from './destination-type.js';
 import { destinationType } from './destination-types.js';
 import type { ExporterHttp } from './exporter-http.js';
+import { rowIdempotencyKey } from './idempotency-key.js';
 
 /** One stored event to send: its payload as stored, and the event itself when still at hand. */
 export interface StoredItem {
@@ -15,7 +16,9 @@ export interface StoredItem {
   payload: string | Uint8Array;
   /** The event the payload was serialized from (a row this process just built); else it is parsed. */
   event?: BroadcastEvent;
+  /** The row's key; empty for a fan-out row's part, made here from the generation and destination. */
   idempotencyKey: string;
+  generationId: string;
   attempt: number;
 }
 
@@ -71,7 +74,12 @@ export async function deliverBatch(
         return;
       }
     }
-    items.push({ event, idempotencyKey: stored.idempotencyKey, attempt: stored.attempt });
+    const idempotencyKey = rowIdempotencyKey({
+      idempotency_key: stored.idempotencyKey,
+      generation_id: stored.generationId,
+      destination_id: request.destination.id,
+    });
+    items.push({ event, idempotencyKey, attempt: stored.attempt });
     positions.push(index);
   });
   if (items.length === 0) return { rejected: unreadable };

@@ -226,9 +226,10 @@ export function createThreadDeliverer(options: {
             type: request.type,
             // The payload only (text or bytes): the thread decodes and parses it (an event object
             // would be copied field by field, and decoding bytes here would cost the request thread).
-            items: request.items.map(({ payload, idempotencyKey, attempt }) => ({
+            items: request.items.map(({ payload, idempotencyKey, generationId, attempt }) => ({
               payload,
               idempotencyKey,
+              generationId,
               attempt,
             })),
             config: request.config,

@@ -1,19 +1,12 @@
-import { hash } from 'node:crypto';
 import { newTimeOrderedId } from '../platform/ids.js';
 import type { BroadcastOutboxTable } from '../storage/database-schema.js';
 import type { BroadcastEvent, BroadcastMessage } from './broadcast-event.js';
 import { type BroadcastTarget, eventForDestination, selects } from './destination-rules.js';
+import { idempotencyKeyOf } from './idempotency-key.js';
 
 /** The largest stored payload; bigger events lose their oldest input messages, then long texts. */
 export const MAX_PAYLOAD_CHARS = 262_144;
 const SHORT_TEXT_CHARS = 4_096;
-
-/**
- * `<generation id>:<destination id>` hashed: the key receivers deduplicate a retried event by. The
- * first 16 bytes in hex, made as a string of their own (a slice of the 64-digit text keeps it all).
- */
-export const idempotencyKeyOf = (generationId: string, destinationId: string) =>
-  hash('sha256', `${generationId}:${destinationId}`, 'buffer').toString('hex', 0, 16);
 
 const shorten = (messages: BroadcastMessage[] | null) =>
   messages?.map((message) => ({
@@ -163,10 +156,10 @@ export function destinationsOf(row: BroadcastOutboxTable): string[] {
 }
 
 /**
- * A fan-out row's part for one destination, as the worker delivers it: the destination's id and
- * idempotency key, and an id of its own (`<row id>/<destination id>`) that the fan-out's bookkeeping
- * maps back to the row. A part of a row this process built keeps its event. A row of its own is its
- * only part.
+ * A fan-out row's part for one destination, as the worker delivers it: the destination's id and an
+ * id of its own (`<row id>/<destination id>`) that the fan-out's bookkeeping maps back to the row.
+ * Its idempotency key is left empty, made where it is needed (`rowIdempotencyKey`). A part of a row
+ * this process built keeps its event. A row of its own is its only part.
  */
 export function partOf(row: BroadcastOutboxTable, destinationId: string): BroadcastOutboxTable {
   if (row.fanout === null) return row;
@@ -174,7 +167,7 @@ export function partOf(row: BroadcastOutboxTable, destinationId: string): Broadc
     ...row,
     id: `${row.id}/${destinationId}`,
     destination_id: destinationId,
-    idempotency_key: idempotencyKeyOf(row.generation_id, destinationId),
+    idempotency_key: '',
     status: 'pending',
     fanout: null,
   };

@@ -1,5 +1,6 @@
 import { newTimeOrderedId } from '../platform/ids.js';
 import type { BroadcastOutboxTable } from '../storage/database-schema.js';
+import { rowIdempotencyKey } from './idempotency-key.js';
 import { destinationsOf, partOf, payloadText } from './outbox-events.js';
 import type { OutboxRepository } from './outbox-repository.js';
 
@@ -44,6 +45,7 @@ export function createFanoutOutbox(repository: OutboxRepository) {
     if (changes) {
       fanOut.kept.push({
         ...part,
+        idempotency_key: rowIdempotencyKey(part),
         payload: payloadText(part),
         id: newTimeOrderedId(Date.now()),
         lease_until: null,

@@ -531,6 +531,7 @@ export function createBroadcastWorker(options: {
           payload: payloadToSend(row),
           event: eventOfBuiltRow(row),
           idempotencyKey: row.idempotency_key,
+          generationId: row.generation_id,
           attempt: row.attempts,
         },
       }));

@@ -36,7 +36,12 @@ function request(
 ): DeliveryRequest {
   return {
     type: 'webhook',
-    items: payloads.map((payload, index) => ({ payload, idempotencyKey: `key-${index}`, attempt: 1 })),
+    items: payloads.map((payload, index) => ({
+      payload,
+      idempotencyKey: `key-${index}`,
+      generationId: `gen-${index}`,
+      attempt: 1,
+    })),
     config: { url: `${receiver.url}/hook`, method: 'POST' },
     destination: { id: '11111111-2222-4333-8444-555555555555', name: 'hook', workspace_id: 'w' },
     now: new Date('2026-11-22T10:00:00.000Z'),

@@ -1,7 +1,7 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { type BroadcastTarget, sampled } from '../../src/broadcast/destination-rules.js';
-import { idempotencyKeyOf } from '../../src/broadcast/outbox-events.js';
+import { idempotencyKeyOf } from '../../src/broadcast/idempotency-key.js';
 import { sampleEvent } from '../helpers/broadcast-fixtures.js';
 import type { TestApp } from '../helpers/test-app.js';
 import {

@@ -2,7 +2,7 @@ import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { setTimeout } from 'node:timers/promises';
 import { sql } from 'kysely';
-import { idempotencyKeyOf } from '../../src/broadcast/outbox-events.js';
+import { idempotencyKeyOf } from '../../src/broadcast/idempotency-key.js';
 import { createOutboxRepository } from '../../src/broadcast/outbox-repository.js';
 import type { BroadcastOutboxTable } from '../../src/storage/database-schema.js';
 import type { ReceivedRequest } from '../helpers/broadcast-fixtures.js';

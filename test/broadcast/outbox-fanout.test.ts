@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { idempotencyKeyOf, payloadText, stowPayload } from '../../src/broadcast/outbox-events.js';
+import { idempotencyKeyOf, rowIdempotencyKey } from '../../src/broadcast/idempotency-key.js';
+import { payloadText, stowPayload } from '../../src/broadcast/outbox-events.js';
 import { createFanoutOutbox } from '../../src/broadcast/outbox-fanout.js';
 import type { OutboxRepository } from '../../src/broadcast/outbox-repository.js';
 import type { BroadcastOutboxTable } from '../../src/storage/database-schema.js';
@@ -47,19 +48,36 @@ const fanOutRow = (destinations: string[]): BroadcastOutboxTable => {
 };
 
 describe('fan-out outbox bookkeeping', () => {
-  it('expands a fan-out row into one pending part per destination, with its idempotency key', () => {
+  it('expands a fan-out row into one pending part per destination, its idempotency key made from generation and destination', () => {
     const { repository } = recordingRepository();
     const outbox = createFanoutOutbox(repository);
     const row = fanOutRow(['d1', 'd2']);
-    const single = { ...fanOutRow([]), destination_id: 'd9', status: 'pending' as const, fanout: null };
+    const single = {
+      ...fanOutRow([]),
+      destination_id: 'd9',
+      idempotency_key: 'own-key',
+      status: 'pending' as const,
+      fanout: null,
+    };
     const expanded = outbox.expand([row, single]);
     assert.deepEqual(
-      expanded.map((part) => [part.id, part.destination_id, part.idempotency_key, part.status, part.fanout]),
+      expanded.map((part) => [
+        part.id,
+        part.destination_id,
+        rowIdempotencyKey(part),
+        part.status,
+        part.fanout,
+      ]),
       [
         [`${row.id}/d1`, 'd1', idempotencyKeyOf(row.generation_id, 'd1'), 'pending', null],
         [`${row.id}/d2`, 'd2', idempotencyKeyOf(row.generation_id, 'd2'), 'pending', null],
         [single.id, 'd9', single.idempotency_key, 'pending', null],
       ],
+    );
+    // A part carries no key of its own (made where it is sent); a row of its own keeps its stored one.
+    assert.deepEqual(
+      expanded.map((part) => part.idempotency_key),
+      ['', '', single.idempotency_key],
     );
   });
 
@@ -227,7 +245,7 @@ describe('fan-out outbox bookkeeping', () => {
     assert.equal(outbox.partFor(single, 'd9'), single);
     const first = outbox.partFor(row, 'd1');
     assert.deepEqual(
-      [first.id, first.destination_id, first.idempotency_key, first.status, first.fanout],
+      [first.id, first.destination_id, rowIdempotencyKey(first), first.status, first.fanout],
       [`${row.id}/d1`, 'd1', idempotencyKeyOf(row.generation_id, 'd1'), 'pending', null],
     );
     assert.equal(payloadText(first), '{"generation_id":"x"}');
