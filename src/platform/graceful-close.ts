@@ -13,18 +13,22 @@ export function installGracefulClose(app: FastifyInstance): void {
   app.addHook('preClose', async () => {
     closing = true;
   });
-  app.addHook('onRequest', async () => {
-    if (closing) {
-      throw new AppError('unavailable', 'Service is shutting down; retry the request', {
+  // Callback style, not async: an async hook costs every request a promise, and an async onSend
+  // puts the response's write behind a microtask.
+  app.addHook('onRequest', (_request, _reply, done) => {
+    if (!closing) return done();
+    done(
+      new AppError('unavailable', 'Service is shutting down; retry the request', {
         headers: { connection: 'close' },
-      });
-    }
+      }),
+    );
   });
-  app.addHook('onSend', async (_request, reply, payload) => {
+  app.addHook('onSend', (_request, reply, payload, done) => {
     if (closing) reply.header('connection', 'close');
-    return payload;
+    done(null, payload);
   });
-  app.addHook('onResponse', async () => {
+  app.addHook('onResponse', (_request, _reply, done) => {
     if (closing) setImmediate(() => app.server.closeIdleConnections());
+    done();
   });
 }
