@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
+import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import pg from 'pg';
@@ -70,6 +71,8 @@ export interface TestApp {
   services: Awaited<ReturnType<typeof buildApp>>['services'];
   managementKey: string;
   database: IsolatedDatabase;
+  /** The listening HTTP server (tests that watch requests and responses as the server sees them). */
+  server: Server;
   request<T = any>(
     method: string,
     path: string,
@@ -128,6 +131,7 @@ export async function startTestApp(
     services,
     managementKey,
     database,
+    server: app.server,
     async request(method, path, requestOptions = {}) {
       const headers: Record<string, string> = { ...requestOptions.headers };
       const key = requestOptions.key === undefined ? managementKey : requestOptions.key;

@@ -163,10 +163,16 @@ export function registerDialectRoute(
       const context = contextFor(request, reply, dialect.name, parsed, startedAt);
       try {
         if (!parsed.stream) {
-          const { info, result, summary } = await service.generate(context);
-          return reply
-            .header('x-generation-id', info.id)
-            .send(dialect.renderResult(request.body, info, result, summary));
+          const { info, result, summary, record } = await service.generate(context);
+          try {
+            return reply
+              .header('x-generation-id', info.id)
+              .send(dialect.renderResult(request.body, info, result, summary));
+          } finally {
+            // After the answer is handed to the socket, in the same tick: it does not wait for the
+            // record, and the record is queued before the client can ask for it.
+            record();
+          }
         }
         const outcome = await service.stream(context);
         reply.hijack();

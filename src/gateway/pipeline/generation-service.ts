@@ -796,10 +796,19 @@ export function createGenerationService(options: {
   }
 
   return {
-    /** A non-streamed generation: the whole result, or a GenerationError before anything was sent. */
-    async generate(
-      context: GenerationContext,
-    ): Promise<{ info: GenerationInfo; result: GenerationResult; summary: GenerationSummary }> {
+    /**
+     * A non-streamed generation: the whole result, or a GenerationError before anything was sent.
+     * Its cost is settled before it resolves; `record` (health, session, the generation record and
+     * usage) is left to the caller to run once the answer is written, in the same tick, so the record
+     * is queued before the client can ask for it and the answer does not wait for it.
+     */
+    async generate(context: GenerationContext): Promise<{
+      info: GenerationInfo;
+      result: GenerationResult;
+      summary: GenerationSummary;
+      /** Records the generation; run it exactly once, whether or not the answer could be written. */
+      record(): void;
+    }> {
       const prepared = await prepare(context);
       const { candidate, started, reservation, attemptStart } = await firstThatStarts(
         context,
@@ -824,44 +833,50 @@ export function createGenerationService(options: {
       const elapsed = performance.now() - attemptStart;
       const cost = generationCost(candidate.endpoint.pricing as EndpointPricing, result.usage);
       await counters.settle(reservation, cost.totalNanos);
-      health.record(candidate.endpoint.id, {
-        ok: true,
-        firstTokenMs: elapsed,
-        outputTokens: result.usage.outputTokens,
-        generationMs: elapsed,
-      });
-      rememberSession(context, candidate);
-      writeRecord(
-        context,
-        prepared,
-        candidate,
-        {
-          usage: result.usage,
-          cost,
-          status: result.finishReason === 'length' ? 'incomplete' : 'completed',
-          httpStatus: 200,
-          failure: null,
-          finishReason: result.finishReason,
-          nativeFinishReason: result.nativeFinishReason,
-          upstreamId: result.id,
-          streamed: false,
-          cancelled: false,
-          firstTokenMs: Math.round(elapsed),
+      let recorded = false;
+      const record = () => {
+        if (recorded) return;
+        recorded = true;
+        health.record(candidate.endpoint.id, {
+          ok: true,
+          firstTokenMs: elapsed,
+          outputTokens: result.usage.outputTokens,
           generationMs: elapsed,
-        },
-        {
-          text: result.text,
-          toolCalls: result.toolCalls.map((call) => ({
-            id: call.callId,
-            name: call.name,
-            arguments: call.arguments,
-          })),
-        },
-      );
+        });
+        rememberSession(context, candidate);
+        writeRecord(
+          context,
+          prepared,
+          candidate,
+          {
+            usage: result.usage,
+            cost,
+            status: result.finishReason === 'length' ? 'incomplete' : 'completed',
+            httpStatus: 200,
+            failure: null,
+            finishReason: result.finishReason,
+            nativeFinishReason: result.nativeFinishReason,
+            upstreamId: result.id,
+            streamed: false,
+            cancelled: false,
+            firstTokenMs: Math.round(elapsed),
+            generationMs: elapsed,
+          },
+          {
+            text: result.text,
+            toolCalls: result.toolCalls.map((call) => ({
+              id: call.callId,
+              name: call.name,
+              arguments: call.arguments,
+            })),
+          },
+        );
+      };
       return {
         info: infoFor(prepared, candidate),
         result,
         summary: summaryOf(context, prepared, candidate, result.usage, cost),
+        record,
       };
     },
 

@@ -1,4 +1,5 @@
 import assert from 'node:assert/strict';
+import type { IncomingMessage, ServerResponse } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { startTestApp, type TestApp } from '../../helpers/test-app.js';
 
@@ -25,6 +26,45 @@ describe('inference with the demo provider', () => {
       { key },
     );
     assert.equal(record.status, 200, record.text);
+  });
+
+  it('writes a non-streamed answer before it records the generation, in the same tick', async () => {
+    // The record waits for the answer (the client is not kept waiting for it), but is queued before
+    // the client can ask for it: the server's response has ended when the log sees the record.
+    const responses: ServerResponse[] = [];
+    const watch = (_request: IncomingMessage, response: ServerResponse) => responses.push(response);
+    gateway.server.on('request', watch);
+    const log = gateway.services.generations;
+    const record = log.record;
+    const answered: boolean[] = [];
+    log.record = (input, outbox) => {
+      answered.push(responses.at(-1)?.writableEnded ?? false);
+      record(input, outbox);
+    };
+    try {
+      for (const [path, body] of [
+        [
+          '/api/v1/chat/completions',
+          { model: 'switchyard/echo', messages: [{ role: 'user', content: 'hi' }] },
+        ],
+        ['/api/v1/responses', { model: 'switchyard/echo', input: 'hi' }],
+        [
+          '/api/v1/messages',
+          { model: 'switchyard/echo', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] },
+        ],
+      ] as const) {
+        const response = await gateway.request('POST', path, { key, body });
+        assert.equal(response.status, 200, response.text);
+        const id = response.headers.get('x-generation-id');
+        const stored = await gateway.request('GET', `/api/v1/generation?id=${id}`, { key });
+        assert.equal(stored.status, 200, stored.text);
+        assert.equal(stored.body.data.id, id);
+      }
+      assert.deepEqual(answered, [true, true, true]);
+    } finally {
+      log.record = record;
+      gateway.server.off('request', watch);
+    }
   });
 
   it('counts generations in the Prometheus metrics', async () => {
