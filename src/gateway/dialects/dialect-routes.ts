@@ -272,10 +272,15 @@ export function registerEmbeddingsRoute(app: FastifyInstance, service: Generatio
           trace: null,
         };
         const context = contextFor(request, reply, 'embeddings', canonical, startedAt);
-        const { info, result, summary } = await service.embed(context, parsed.request);
-        return reply
-          .header('x-generation-id', info.id)
-          .send(renderEmbeddings(info, result, summary, body.encoding_format ?? 'float'));
+        const { info, result, summary, record } = await service.embed(context, parsed.request);
+        try {
+          return reply
+            .header('x-generation-id', info.id)
+            .send(renderEmbeddings(info, result, summary, body.encoding_format ?? 'float'));
+        } finally {
+          // As for generations: the answer first, the record in the same tick.
+          record();
+        }
       } catch (error) {
         if (error instanceof AppError) return fail(failureFromAppError(error), null);
         if (error instanceof GenerationError) return fail(error.failure, error.generationId);

@@ -106,6 +106,16 @@ const attemptOf = (
   called,
 });
 
+/** `run` at its first call only: a record step the caller may reach twice. */
+function once(run: () => void): () => void {
+  let done = false;
+  return () => {
+    if (done) return;
+    done = true;
+    run();
+  };
+}
+
 /** The attempts as the generation record keeps them: GenerationAttempt, without the metadata-only fields. */
 const storedAttempts = (attempts: AttemptRecord[]): GenerationAttempt[] =>
   attempts.map(({ shownStatus: _shown, called: _called, ...attempt }) => attempt);
@@ -833,10 +843,7 @@ export function createGenerationService(options: {
       const elapsed = performance.now() - attemptStart;
       const cost = generationCost(candidate.endpoint.pricing as EndpointPricing, result.usage);
       await counters.settle(reservation, cost.totalNanos);
-      let recorded = false;
-      const record = () => {
-        if (recorded) return;
-        recorded = true;
+      const record = once(() => {
         health.record(candidate.endpoint.id, {
           ok: true,
           firstTokenMs: elapsed,
@@ -871,7 +878,7 @@ export function createGenerationService(options: {
             })),
           },
         );
-      };
+      });
       return {
         info: infoFor(prepared, candidate),
         result,
@@ -880,11 +887,20 @@ export function createGenerationService(options: {
       };
     },
 
-    /** Embeddings: routed, reserved, failed over and billed like a generation, without output tokens. */
+    /**
+     * Embeddings: routed, reserved, failed over and billed like a generation, without output tokens;
+     * `record` is the caller's to run once the answer is written, as with `generate`.
+     */
     async embed(
       context: GenerationContext,
       request: Omit<EmbeddingRequest, 'model'>,
-    ): Promise<{ info: GenerationInfo; result: EmbeddingResult; summary: GenerationSummary }> {
+    ): Promise<{
+      info: GenerationInfo;
+      result: EmbeddingResult;
+      summary: GenerationSummary;
+      /** Records the embedding; run it exactly once, whether or not the answer could be written. */
+      record(): void;
+    }> {
       const prepared = await prepare(context);
       const upstreamRequest = redactedEmbeddingInput(request, prepared.generation);
       const { candidate, started, reservation, attemptStart } = await firstThatStarts(
@@ -919,25 +935,28 @@ export function createGenerationService(options: {
       };
       const cost = generationCost(candidate.endpoint.pricing as EndpointPricing, embedded.usage);
       await counters.settle(reservation, cost.totalNanos);
-      health.record(candidate.endpoint.id, { ok: true, firstTokenMs: elapsed });
-      writeRecord(context, prepared, candidate, {
-        usage: embedded.usage,
-        cost,
-        status: 'completed',
-        httpStatus: 200,
-        failure: null,
-        finishReason: null,
-        nativeFinishReason: null,
-        upstreamId: null,
-        streamed: false,
-        cancelled: false,
-        firstTokenMs: null,
-        generationMs: elapsed,
+      const record = once(() => {
+        health.record(candidate.endpoint.id, { ok: true, firstTokenMs: elapsed });
+        writeRecord(context, prepared, candidate, {
+          usage: embedded.usage,
+          cost,
+          status: 'completed',
+          httpStatus: 200,
+          failure: null,
+          finishReason: null,
+          nativeFinishReason: null,
+          upstreamId: null,
+          streamed: false,
+          cancelled: false,
+          firstTokenMs: null,
+          generationMs: elapsed,
+        });
       });
       return {
         info: infoFor(prepared, candidate),
         result: embedded,
         summary: summaryOf(context, prepared, candidate, embedded.usage, cost),
+        record,
       };
     },
 

@@ -28,7 +28,7 @@ describe('inference with the demo provider', () => {
     assert.equal(record.status, 200, record.text);
   });
 
-  it('writes a non-streamed answer before it records the generation, in the same tick', async () => {
+  it('writes a non-streamed answer or an embedding before it records the generation, in the same tick', async () => {
     // The record waits for the answer (the client is not kept waiting for it), but is queued before
     // the client can ask for it: the server's response has ended when the log sees the record.
     const responses: ServerResponse[] = [];
@@ -52,6 +52,7 @@ describe('inference with the demo provider', () => {
           '/api/v1/messages',
           { model: 'switchyard/echo', max_tokens: 16, messages: [{ role: 'user', content: 'hi' }] },
         ],
+        ['/api/v1/embeddings', { model: 'switchyard/embed', input: 'hi' }],
       ] as const) {
         const response = await gateway.request('POST', path, { key, body });
         assert.equal(response.status, 200, response.text);
@@ -60,7 +61,7 @@ describe('inference with the demo provider', () => {
         assert.equal(stored.status, 200, stored.text);
         assert.equal(stored.body.data.id, id);
       }
-      assert.deepEqual(answered, [true, true, true]);
+      assert.deepEqual(answered, [true, true, true, true]);
     } finally {
       log.record = record;
       gateway.server.off('request', watch);
