@@ -73,9 +73,10 @@ describe('SQLite checkpoint thread', () => {
         await new Promise((resolve) => setImmediate(resolve));
       }
       // The backstop is 100 pages (400 KB); a commit that meets it while the thread holds the
-      // checkpoint lock skips its turn, so the WAL overshoots a little. Without a backstop it grew
-      // past 250 MB in this loop.
-      assert.ok(largest < 8 * 1024 * 1024, `the WAL reached ${largest} bytes`);
+      // checkpoint lock skips its turn, so the WAL overshoots: by how much depends on how the two
+      // threads are scheduled (8.8 MB once in CI, the suite running two files on two busy cores).
+      // Without a backstop it grew past 250 MB in this loop.
+      assert.ok(largest < 32 * 1024 * 1024, `the WAL reached ${largest} bytes`);
     } finally {
       await checkpointer.stop();
       database.close();
