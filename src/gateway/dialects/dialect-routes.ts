@@ -92,6 +92,24 @@ function contextFor(
   };
 }
 
+/**
+ * Sends a non-streamed answer, then records its generation: after the answer is handed to the
+ * socket and in the same tick, so the answer does not wait for the record and the record is queued
+ * before the client can ask for it. The record runs even when rendering or sending throws.
+ */
+function answerThenRecord(
+  reply: FastifyReply,
+  generationId: string,
+  render: () => unknown,
+  record: () => void,
+): FastifyReply {
+  try {
+    return reply.header('x-generation-id', generationId).send(render());
+  } finally {
+    record();
+  }
+}
+
 /** The standard envelope, which the chat-completions, responses and embeddings surfaces share. */
 const envelopeOf = (failure: GenerationFailure) => renderStandardFailure(failure, null);
 
@@ -164,15 +182,12 @@ export function registerDialectRoute(
       try {
         if (!parsed.stream) {
           const { info, result, summary, record } = await service.generate(context);
-          try {
-            return reply
-              .header('x-generation-id', info.id)
-              .send(dialect.renderResult(request.body, info, result, summary));
-          } finally {
-            // After the answer is handed to the socket, in the same tick: it does not wait for the
-            // record, and the record is queued before the client can ask for it.
-            record();
-          }
+          return answerThenRecord(
+            reply,
+            info.id,
+            () => dialect.renderResult(request.body, info, result, summary),
+            record,
+          );
         }
         const outcome = await service.stream(context);
         reply.hijack();
@@ -273,14 +288,12 @@ export function registerEmbeddingsRoute(app: FastifyInstance, service: Generatio
         };
         const context = contextFor(request, reply, 'embeddings', canonical, startedAt);
         const { info, result, summary, record } = await service.embed(context, parsed.request);
-        try {
-          return reply
-            .header('x-generation-id', info.id)
-            .send(renderEmbeddings(info, result, summary, body.encoding_format ?? 'float'));
-        } finally {
-          // As for generations: the answer first, the record in the same tick.
-          record();
-        }
+        return answerThenRecord(
+          reply,
+          info.id,
+          () => renderEmbeddings(info, result, summary, body.encoding_format ?? 'float'),
+          record,
+        );
       } catch (error) {
         if (error instanceof AppError) return fail(failureFromAppError(error), null);
         if (error instanceof GenerationError) return fail(error.failure, error.generationId);

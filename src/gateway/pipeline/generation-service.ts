@@ -106,16 +106,6 @@ const attemptOf = (
   called,
 });
 
-/** `run` at its first call only: a record step the caller may reach twice. */
-function once(run: () => void): () => void {
-  let done = false;
-  return () => {
-    if (done) return;
-    done = true;
-    run();
-  };
-}
-
 /** The attempts as the generation record keeps them: GenerationAttempt, without the metadata-only fields. */
 const storedAttempts = (attempts: AttemptRecord[]): GenerationAttempt[] =>
   attempts.map(({ shownStatus: _shown, called: _called, ...attempt }) => attempt);
@@ -816,7 +806,7 @@ export function createGenerationService(options: {
       info: GenerationInfo;
       result: GenerationResult;
       summary: GenerationSummary;
-      /** Records the generation; run it exactly once, whether or not the answer could be written. */
+      /** Records the generation; the caller runs it once, whether or not the answer could be written. */
       record(): void;
     }> {
       const prepared = await prepare(context);
@@ -843,7 +833,7 @@ export function createGenerationService(options: {
       const elapsed = performance.now() - attemptStart;
       const cost = generationCost(candidate.endpoint.pricing as EndpointPricing, result.usage);
       await counters.settle(reservation, cost.totalNanos);
-      const record = once(() => {
+      const record = () => {
         health.record(candidate.endpoint.id, {
           ok: true,
           firstTokenMs: elapsed,
@@ -878,7 +868,7 @@ export function createGenerationService(options: {
             })),
           },
         );
-      });
+      };
       return {
         info: infoFor(prepared, candidate),
         result,
@@ -898,7 +888,7 @@ export function createGenerationService(options: {
       info: GenerationInfo;
       result: EmbeddingResult;
       summary: GenerationSummary;
-      /** Records the embedding; run it exactly once, whether or not the answer could be written. */
+      /** Records the embedding; the caller runs it once, whether or not the answer could be written. */
       record(): void;
     }> {
       const prepared = await prepare(context);
@@ -935,7 +925,7 @@ export function createGenerationService(options: {
       };
       const cost = generationCost(candidate.endpoint.pricing as EndpointPricing, embedded.usage);
       await counters.settle(reservation, cost.totalNanos);
-      const record = once(() => {
+      const record = () => {
         health.record(candidate.endpoint.id, { ok: true, firstTokenMs: elapsed });
         writeRecord(context, prepared, candidate, {
           usage: embedded.usage,
@@ -951,7 +941,7 @@ export function createGenerationService(options: {
           firstTokenMs: null,
           generationMs: elapsed,
         });
-      });
+      };
       return {
         info: infoFor(prepared, candidate),
         result: embedded,
