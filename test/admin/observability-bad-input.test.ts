@@ -212,7 +212,35 @@ const sharedCases: Array<[string, Record<string, unknown>, RegExp]> = [
 ];
 
 /** Config refusals (for a langfuse destination unless the case names another type). */
+/**
+ * A value nested `levels` deep (`[[[…]]]`, or `{"a":{"a":…}}`), as a marker that `bodyText` turns
+ * into its JSON text: a few kilobytes that once overflowed the stack of the gateway's recursive
+ * config checks, and too deep for the test's own JSON.stringify.
+ */
+const nested = (levels: number, kind: 'array' | 'object' = 'array'): string => `\u0001deep:${kind}:${levels}`;
+const bodyText = (body: unknown): string =>
+  JSON.stringify(body).replace(/"\\u0001deep:(array|object):(\d+)"/g, (_, kind: string, levels: string) => {
+    const count = Number(levels);
+    return kind === 'array'
+      ? `${'['.repeat(count)}${']'.repeat(count)}`
+      : `${'{"a":'.repeat(count - 1)}{}${'}'.repeat(count - 1)}`;
+  });
+const TOO_DEEP = /must not nest more than 8 levels deep/;
+
 const configCases: Array<[string, string, Record<string, unknown>, RegExp]> = [
+  [
+    'an unknown field nesting arrays 3,000 deep',
+    'langfuse',
+    { ...langfuseConfig(), zzz: nested(3000) },
+    /body\.config\.zzz(\.0){8} must not nest more than 8 levels deep/,
+  ],
+  [
+    'a header nesting objects 10,000 deep',
+    'langfuse',
+    { ...langfuseConfig(), headers: { 'X-A': nested(10_000, 'object') } },
+    /body\.config\.headers\.X-A(\.a){7} must not nest more than 8 levels deep/,
+  ],
+  ['a config field nesting 9 levels', 'langfuse', { ...langfuseConfig(), baseUrl: nested(9) }, TOO_DEEP],
   [
     'a required field missing',
     'langfuse',
@@ -410,7 +438,10 @@ describe('observability destinations refuse bad input with a 400 that names the 
 
   it('POST: configs that their type refuses', async () => {
     for (const [what, type, config, pattern] of configCases) {
-      const response = await gateway.request('POST', DESTINATIONS, { body: { type, name: 'x', config } });
+      const response = await gateway.request('POST', DESTINATIONS, {
+        rawBody: bodyText({ type, name: 'x', config }),
+        headers: { 'content-type': 'application/json' },
+      });
       assert.match(expectError(response, 400), pattern, what);
     }
     await expectUnchanged('a refused config');
@@ -456,9 +487,18 @@ describe('observability destinations refuse bad input with a 400 that names the 
         { config: { headers: { 'X-A': 5 } } },
         /body\.config\.headers\.X-A must be string/,
       ],
+      ['a config field nesting arrays 5,000 deep', { config: { baseUrl: nested(5000) } }, TOO_DEEP],
+      [
+        'a header nesting objects 5,000 deep',
+        { config: { headers: { 'X-A': nested(5000, 'object') } } },
+        /body\.config\.headers\.X-A(\.a){7} must not nest/,
+      ],
     ];
     for (const [what, body, pattern] of [...patchOnly, ...sharedCases]) {
-      const response = await gateway.request('PATCH', path, { body });
+      const response = await gateway.request('PATCH', path, {
+        rawBody: bodyText(body),
+        headers: { 'content-type': 'application/json' },
+      });
       assert.match(expectError(response, 400), pattern, what);
     }
     await expectUnchanged('a refused PATCH');

@@ -261,6 +261,29 @@ export function originsOf(type: AnyDestinationType, config: DestinationConfig, o
   return [...origins].sort();
 }
 
+/**
+ * How deep a config may nest. The deepest field of any type is a header (config → headers → value):
+ * anything deeper is refused before a recursive check (strings, comparison, schema) walks it, so a
+ * few kilobytes of brackets cannot overflow the stack.
+ */
+export const MAX_CONFIG_DEPTH = 8;
+
+/**
+ * Refuses a config that nests arrays or objects more than MAX_CONFIG_DEPTH levels deep, naming the
+ * first field that does. Iterative: it is what keeps the recursive walks after it safe.
+ */
+export function checkConfigDepth(config: unknown, path: string): void {
+  const pending: Array<[unknown, string, number]> = [[config, path, 0]];
+  for (let next = pending.pop(); next; next = pending.pop()) {
+    const [value, where, depth] = next;
+    if (!Array.isArray(value) && !isPlainObject(value)) continue;
+    if (depth > MAX_CONFIG_DEPTH)
+      throw refuse(where, `must not nest more than ${MAX_CONFIG_DEPTH} levels deep`);
+    const entries = Array.isArray(value) ? value.entries() : Object.entries(value);
+    for (const [key, entry] of entries) pending.push([entry, `${where}.${key}`, depth + 1]);
+  }
+}
+
 /** Every string of a config (nested objects included), with where it sits. */
 function* configStrings(value: unknown, path: string): Generator<[string, string]> {
   if (typeof value === 'string') yield [path, value];
@@ -374,6 +397,7 @@ export function checkConfig(options: {
   path: string;
 }): void {
   const { type, config, http, path } = options;
+  checkConfigDepth(config, path);
   checkStrings(type, config, path);
   const validate = validatorOf(type.configSchema);
   if (!validate(config)) {

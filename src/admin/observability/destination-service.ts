@@ -14,6 +14,7 @@ import { createWorkspaceRepository } from '../workspaces/workspace-repository.js
 import {
   applyDefaults,
   checkConfig,
+  checkConfigDepth,
   type DestinationConfig,
   keptSecrets,
   maskConfig,
@@ -270,6 +271,7 @@ export function createDestinationService(options: {
       let config = openDestinationConfig(current, secretBox);
       let guard: Pick<DestinationRow, 'config' | 'secrets_ciphertext'> | undefined;
       if (input.config !== undefined) {
+        checkConfigDepth(input.config, 'body.config');
         const merged = mergeConfig(type, config, input.config);
         if (!sameConfig(merged, config)) {
           checkConfig({ type, config: merged, http, path: 'body.config' });
