@@ -170,6 +170,8 @@ describe('BYOK credentials refuse bad input with a 400 that names the field, and
       { provider: 'openai', key: validKey, secret: 'x' },
       /body\.secret is not a known field/,
     ],
+    ['a masked label as key', { provider: 'openai', key: 'sk-...6789' }, /body\.key is a masked label/],
+    ['a fully masked key', { provider: 'openai', key: '********' }, /body\.key is a masked label/],
   ];
 
   for (const [name, body, expected] of createCases) {
@@ -233,6 +235,7 @@ describe('BYOK credentials refuse bad input with a 400 that names the field, and
     ],
     ['a null name', { name: null }, /body\.name must be string/],
     ['a null sort_order', { sort_order: null }, /body\.sort_order must be integer/],
+    ["another key's masked label", { key: 'abc...wxyz' }, /body\.key is a masked label/],
   ];
 
   for (const [name, body, expected] of patchCases) {
@@ -243,6 +246,26 @@ describe('BYOK credentials refuse bad input with a 400 that names the field, and
       assert.equal(await storedCredentialsText(gateway), before);
     });
   }
+
+  it('PATCH keeps the stored key when the record read with GET is sent back with its masked label', async () => {
+    const record = (await gateway.request('GET', `/api/v1/byok/${existing}`)).body.data;
+    assert.match(record.label, /^.{3}\.\.\..{4}$/);
+    const sealed = async () =>
+      (
+        await gateway.services.storage.db
+          .selectFrom('byok_credentials')
+          .select('secret_ciphertext')
+          .where('id', '=', existing)
+          .executeTakeFirstOrThrow()
+      ).secret_ciphertext;
+    const before = await sealed();
+    const response = await gateway.request('PATCH', `/api/v1/byok/${existing}`, {
+      body: { key: record.label, name: record.name },
+    });
+    assert.equal(response.status, 200, response.text);
+    assert.equal(response.body.data.label, record.label);
+    assert.equal(await sealed(), before);
+  });
 
   it('refuses bad list parameters', async () => {
     for (const [query, expected] of [

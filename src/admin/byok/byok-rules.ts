@@ -19,6 +19,20 @@ export function maskSecret(secret: string): string {
   return `${characters.slice(0, SHOWN_PREFIX).join('')}...${characters.slice(-SHOWN_SUFFIX).join('')}`;
 }
 
+/**
+ * Whether a value has the shape of a label `maskSecret` makes (`********`, or 3 characters, "...",
+ * 4 characters): what GET shows in place of a key, sent back as if it were one. No provider issues
+ * keys of either shape.
+ */
+export function isMaskedLabel(value: string): boolean {
+  if (value === FULLY_MASKED) return true;
+  const characters = Array.from(value);
+  return (
+    characters.length === SHOWN_PREFIX + 3 + SHOWN_SUFFIX &&
+    characters.slice(SHOWN_PREFIX, SHOWN_PREFIX + 3).join('') === '...'
+  );
+}
+
 // C0 controls, DEL and C1 controls: a pasted key with one of these is a paste error, not a key.
 // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point.
 const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/u;
@@ -27,6 +41,11 @@ const UNPAIRED_SURROGATE = /[\ud800-\udfff]/u;
 
 /** Length (1–4096) is the schema's; these are the rules a schema would only say as a pattern. */
 export function checkSecret(secret: string): void {
+  if (isMaskedLabel(secret)) {
+    throw invalidRequest(
+      'Invalid request parameters: body.key is a masked label as GET shows it, not a key: send the whole key, or leave key out to keep the stored one',
+    );
+  }
   if (secret.trim() !== secret) {
     throw invalidRequest('Invalid request parameters: body.key must not start or end with whitespace');
   }

@@ -74,8 +74,18 @@ export function createByokService(options: {
     }
   }
 
-  /** The columns an input sets, validated; only supplied fields. */
-  async function columnsOf(input: UpdateByokInput, workspaceId: string): Promise<Partial<ByokRow>> {
+  /**
+   * The columns an input sets, validated; only supplied fields. A PATCH whose `key` is the stored
+   * key's own label (a record read with GET and sent back whole) keeps the stored key, as masked
+   * values of a destination's config are ignored; any other masked label is refused.
+   */
+  async function columnsOf(
+    given: UpdateByokInput,
+    workspaceId: string,
+    currentLabel?: string,
+  ): Promise<Partial<ByokRow>> {
+    const input =
+      currentLabel !== undefined && given.key === currentLabel ? { ...given, key: undefined } : given;
     const provider = input.provider === undefined ? undefined : resolveProvider(catalog, input.provider);
     if (input.key !== undefined) checkSecret(input.key);
     await checkKeyHashes(workspaceId, input.allowed_api_key_hashes);
@@ -151,7 +161,7 @@ export function createByokService(options: {
 
     async update(principal: Principal, id: string, input: UpdateByokInput): Promise<ByokRecord> {
       const current = await reachable(principal, id);
-      const columns = await columnsOf(input, current.workspace_id);
+      const columns = await columnsOf(input, current.workspace_id, current.label);
       const updated = await credentials.update(current.id, {
         ...columns,
         updated_at: clock.now().toISOString(),
