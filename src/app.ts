@@ -24,6 +24,7 @@ import { createExporterHttp } from './broadcast/exporter-http.js';
 import { buildCatalog } from './catalog/catalog.js';
 import { catalogRoutes } from './catalog/catalog-routes.js';
 import type { Config } from './config/config-schema.js';
+import { invalidRequest } from './errors/app-error.js';
 import { installErrorRenderer, renderClientError, renderError } from './errors/error-renderer.js';
 import { chatCompletionsDialect } from './gateway/dialects/chat-completions/chat-completions-dialect.js';
 import { messagesDialect } from './gateway/dialects/messages/messages-dialect.js';
@@ -42,6 +43,7 @@ import { opsRoutes } from './ops/ops-routes.js';
 import { type ChangeBus, createLocalChangeBus, createRedisChangeBus } from './platform/change-bus.js';
 import { type Clock, systemClock } from './platform/clock.js';
 import { installGracefulClose } from './platform/graceful-close.js';
+import { describeDeepPath, MAX_JSON_DEPTH, pathTooDeepIn } from './platform/json-depth.js';
 import { createContentFilterMetrics, createGenerationMetrics, installMetrics } from './platform/metrics.js';
 import { connectRedis, whenReady } from './platform/redis.js';
 import { createSecretBox, resolveMasterKey, type SecretBox } from './platform/secret-box.js';
@@ -153,19 +155,34 @@ function publicUrl(app: FastifyInstance, config: Config): string {
 }
 
 /**
- * Many HTTP clients send `Content-Type: application/json` on every request, DELETE included, with no
- * body. Fastify refuses an empty JSON body; a DELETE has nothing to parse, so it gets no body instead.
- * Every other request keeps Fastify's own parser (prototype poisoning refused).
+ * Fastify's JSON parser (prototype poisoning refused), with two changes. Many HTTP clients send
+ * `Content-Type: application/json` on every request, DELETE included, with no body: Fastify refuses
+ * an empty JSON body, and a DELETE has nothing to parse, so it gets no body instead. And a body
+ * nesting more than MAX_JSON_DEPTH levels is refused with a 400 naming where (src/platform/json-depth.ts):
+ * serializing it, or any recursive walk of it, would overflow the stack.
  */
-function acceptEmptyJsonOnDelete(app: FastifyInstance): void {
+function parseJsonBodies(app: FastifyInstance): void {
   const parse = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    if (request.method === 'DELETE' && body === '') {
+    const text = body as string;
+    if (request.method === 'DELETE' && text === '') {
       done(null, undefined);
       return;
     }
-    parse(request, body as string, done);
+    parse(request, text, (error, value) => {
+      const tooDeep = error ? null : pathTooDeepIn(text, value);
+      if (tooDeep) {
+        done(
+          invalidRequest(
+            `Invalid request parameters: ${describeDeepPath('body', tooDeep)} nests more than ${MAX_JSON_DEPTH} levels deep`,
+          ),
+          undefined,
+        );
+        return;
+      }
+      done(error, value);
+    });
   });
 }
 
@@ -217,7 +234,7 @@ export async function buildApp(options: BuildOptions): Promise<{ app: FastifyIns
   installGracefulClose(app);
   app.decorateRequest('principal', null);
   installValidators(app);
-  acceptEmptyJsonOnDelete(app);
+  parseJsonBodies(app);
   installErrorRenderer(app);
   const metrics = installMetrics(app);
 

@@ -1,3 +1,4 @@
+import { pathTooDeepIn } from '../../../platform/json-depth.js';
 import type { GenerationResult } from '../../../spec/stream-part.js';
 import type { GenerationInfo, GenerationSummary } from '../dialect.js';
 import type { MessagesBody } from './messages-body-schema.js';
@@ -25,12 +26,18 @@ export interface MessagesResult {
 
 /**
  * Anthropic's `input` is a JSON object; arguments a model wrote that are not one (cut off by
- * max_tokens, or malformed) become `{}` so the reply still parses in a typed client.
+ * max_tokens, or malformed), or that nest deeper than MAX_JSON_DEPTH (the reply could not be
+ * serialized), become `{}` so the reply still parses in a typed client.
  */
 export function toolInput(argumentsText: string): Record<string, unknown> {
   try {
     const input: unknown = JSON.parse(argumentsText);
-    if (typeof input === 'object' && input !== null && !Array.isArray(input)) {
+    if (
+      typeof input === 'object' &&
+      input !== null &&
+      !Array.isArray(input) &&
+      !pathTooDeepIn(argumentsText, input)
+    ) {
       return input as Record<string, unknown>;
     }
   } catch {

@@ -1,3 +1,4 @@
+import { MAX_JSON_DEPTH, pathTooDeepIn } from '../../../platform/json-depth.js';
 import type {
   ContentPart,
   GenerationRequest,
@@ -105,6 +106,11 @@ function parseToolInput(item: Extract<InputItem, { type: 'function-call' }>): Re
   if (typeof input !== 'object' || input === null || Array.isArray(input)) {
     throw new UnsupportedRequestError(
       `Arguments of function call ${item.callId} (${item.name}) are not a JSON object`,
+    );
+  }
+  if (pathTooDeepIn(item.arguments, input)) {
+    throw new UnsupportedRequestError(
+      `Arguments of function call ${item.callId} (${item.name}) nest more than ${MAX_JSON_DEPTH} levels deep`,
     );
   }
   return input as Record<string, unknown>;

@@ -1,3 +1,4 @@
+import { MAX_JSON_DEPTH, pathTooDeepIn } from '../../../platform/json-depth.js';
 import type { ContentPart, GenerationRequest, InputItem } from '../../../spec/generation-request.js';
 import { UnsupportedRequestError } from '../../../spec/upstream-error.js';
 
@@ -72,14 +73,22 @@ function parseArguments(item: Extract<InputItem, { type: 'function-call' }>): Re
       `Arguments of function call ${item.callId} (${item.name}) are not a JSON object`,
     );
   }
+  if (pathTooDeepIn(item.arguments, parsed)) {
+    throw new UnsupportedRequestError(
+      `Arguments of function call ${item.callId} (${item.name}) nest more than ${MAX_JSON_DEPTH} levels deep`,
+    );
+  }
   return parsed;
 }
 
-/** A JSON object output is sent as is; anything else is wrapped, since `response` must be an object. */
+/**
+ * A JSON object output is sent as is; anything else is wrapped, since `response` must be an object
+ * (so is an object nesting deeper than MAX_JSON_DEPTH: as text it is sent whole).
+ */
 function functionResponseBody(output: string): Record<string, unknown> {
   try {
     const parsed: unknown = JSON.parse(output);
-    if (isObject(parsed)) return parsed;
+    if (isObject(parsed) && !pathTooDeepIn(output, parsed)) return parsed;
   } catch {
     // Plain text output.
   }

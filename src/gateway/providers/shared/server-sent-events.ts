@@ -1,4 +1,5 @@
 import { createParser, type EventSourceMessage } from 'eventsource-parser';
+import { MAX_JSON_DEPTH, pathTooDeepIn } from '../../../platform/json-depth.js';
 import { UpstreamError } from '../../../spec/upstream-error.js';
 
 /** Largest single SSE event accepted from an upstream. */
@@ -27,10 +28,14 @@ export function createServerSentEventReader(onEvent: (event: EventSourceMessage)
   return (chunk: Buffer) => parser.feed(decoder.decode(chunk, { stream: true }));
 }
 
-/** JSON.parse for foreign input: a parse failure is the upstream's fault, reported as such. */
+/**
+ * JSON.parse for foreign input: a parse failure is the upstream's fault, reported as such, and so is
+ * JSON nesting deeper than MAX_JSON_DEPTH (what the gateway makes of it could not be serialized).
+ */
 export function parseUpstreamJson(text: string): unknown {
+  let parsed: unknown;
   try {
-    return JSON.parse(text);
+    parsed = JSON.parse(text);
   } catch {
     throw new UpstreamError({
       message: 'Upstream sent invalid JSON',
@@ -38,4 +43,12 @@ export function parseUpstreamJson(text: string): unknown {
       raw: text.slice(0, 500),
     });
   }
+  if (pathTooDeepIn(text, parsed)) {
+    throw new UpstreamError({
+      message: `Upstream sent JSON nesting more than ${MAX_JSON_DEPTH} levels deep`,
+      kind: 'invalid-response',
+      raw: text.slice(0, 500),
+    });
+  }
+  return parsed;
 }
