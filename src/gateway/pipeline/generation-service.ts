@@ -210,7 +210,7 @@ const isEndpointFault = (error: UpstreamError): boolean =>
 
 function failureFromUpstream(error: UpstreamError, provider: string, isByok = false): GenerationFailure {
   const status = error.kind === 'timeout' ? 504 : error.kind === 'connection' ? 502 : (error.status ?? 502);
-  const inRange = status >= 400 && status <= 599 ? status : 502;
+  const inRange = Number.isInteger(status) && status >= 400 && status <= 599 ? status : 502;
   const httpStatus = PROVIDER_REFUSALS.has(inRange) ? 502 : inRange;
   const failure: GenerationFailure = {
     status: httpStatus,

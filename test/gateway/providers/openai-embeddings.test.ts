@@ -200,7 +200,7 @@ describe('OpenAI-compatible embeddings against a fake upstream', () => {
             { index: 1, embedding: 'AACAPw==' },
           ],
         }),
-        /embedding 1 is not a list of numbers/,
+        /embedding 1 is not a list of finite numbers/,
       ],
       [
         'an empty vector',
@@ -210,7 +210,7 @@ describe('OpenAI-compatible embeddings against a fake upstream', () => {
             { index: 1, embedding: [] },
           ],
         }),
-        /embedding 1 is not a list of numbers/,
+        /embedding 1 is not a list of finite numbers/,
       ],
     ];
     for (const [name, body, message] of replies) {

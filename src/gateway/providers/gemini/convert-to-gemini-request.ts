@@ -29,10 +29,18 @@ function inlineData(url: string): GeminiPart {
   if (!match) throw new UnsupportedRequestError('Invalid data URL in message content');
   const [, mediaType, parameters = '', payload = ''] = match;
   const base64 = parameters.split(';').includes('base64');
+  let text = payload;
+  if (!base64) {
+    try {
+      text = decodeURIComponent(payload);
+    } catch {
+      throw new UnsupportedRequestError('Invalid data URL in message content: malformed %-encoding');
+    }
+  }
   return {
     inlineData: {
       mimeType: mediaType || 'text/plain',
-      data: base64 ? payload : Buffer.from(decodeURIComponent(payload), 'utf8').toString('base64'),
+      data: base64 ? payload : Buffer.from(text, 'utf8').toString('base64'),
     },
   };
 }

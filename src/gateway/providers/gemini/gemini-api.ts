@@ -93,7 +93,8 @@ export function readGeminiBlockReason(reply: unknown): string | undefined {
 export function readGeminiError(reply: unknown): { message: string; code: number | null } | undefined {
   const error = asRecord(asRecord(reply)?.error);
   if (!error) return undefined;
-  const code = typeof error.code === 'number' ? error.code : null;
+  // An HTTP status or nothing: a code like 400.5 would become the reply's status.
+  const code = Number.isInteger(error.code) ? (error.code as number) : null;
   return { message: asString(error.message) ?? asString(error.status) ?? 'Upstream error', code };
 }
 

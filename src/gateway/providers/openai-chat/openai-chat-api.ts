@@ -84,6 +84,7 @@ export function readOpenAiIdentity(reply: unknown): { id?: string; model?: strin
 export function readOpenAiStreamError(chunk: unknown): { message: string; code: number | null } | undefined {
   const error = asRecord(asRecord(chunk)?.error);
   if (!error) return undefined;
-  const code = typeof error.code === 'number' ? error.code : null;
+  // An HTTP status or nothing: a code like 400.5 would become the reply's status.
+  const code = Number.isInteger(error.code) ? (error.code as number) : null;
   return { message: asString(error.message) ?? 'Upstream stream error', code };
 }

@@ -58,9 +58,10 @@ export function readOpenAiEmbeddings(reply: unknown, inputCount: number): Embedd
     if (
       !Array.isArray(embedding) ||
       embedding.length === 0 ||
-      !embedding.every((value) => typeof value === 'number')
+      // JSON.parse reads 1e999 as Infinity, which JSON cannot carry back (it would become null).
+      !embedding.every((value) => typeof value === 'number' && Number.isFinite(value))
     ) {
-      throw invalid(`Upstream embedding ${index} is not a list of numbers`);
+      throw invalid(`Upstream embedding ${index} is not a list of finite numbers`);
     }
     vectors[index] = embedding as number[];
   });

@@ -29,8 +29,9 @@ export function createServerSentEventReader(onEvent: (event: EventSourceMessage)
 }
 
 /**
- * JSON.parse for foreign input: a parse failure is the upstream's fault, reported as such, and so is
- * JSON nesting deeper than MAX_JSON_DEPTH (what the gateway makes of it could not be serialized).
+ * JSON.parse for foreign input: a parse failure is the upstream's fault, reported as such, and so are
+ * `null` and JSON nesting deeper than MAX_JSON_DEPTH (what the gateway makes of it could not be
+ * serialized).
  */
 export function parseUpstreamJson(text: string): unknown {
   let parsed: unknown;
@@ -39,6 +40,15 @@ export function parseUpstreamJson(text: string): unknown {
   } catch {
     throw new UpstreamError({
       message: 'Upstream sent invalid JSON',
+      kind: 'invalid-response',
+      raw: text.slice(0, 500),
+    });
+  }
+  // Every protocol answers with objects; readers look fields up on what they get, and only `null`
+  // (of all that JSON can be) makes a lookup throw.
+  if (parsed === null) {
+    throw new UpstreamError({
+      message: 'Upstream sent JSON null where an object was expected',
       kind: 'invalid-response',
       raw: text.slice(0, 500),
     });
