@@ -453,6 +453,16 @@ describe('messages dialect: refusing a request', () => {
       user([{ type: 'document', source: { type: 'file', file_id: 'file_1' } }]),
       'body.messages.0.content.0.source.type must be one of: base64, url, text',
     );
+    for (const url of ['ftp://x/a.png', 'file:///etc/passwd', 'data:image/png;base64,AA==']) {
+      refused(
+        user([{ type: 'image', source: { type: 'url', url } }]),
+        'body.messages.0.content.0.source.url must match pattern "^https?://"',
+      );
+      refused(
+        user([{ type: 'document', source: { type: 'url', url } }]),
+        'body.messages.0.content.0.source.url must match pattern "^https?://"',
+      );
+    }
     refused(
       user([{ type: 'audio', data: 'AA==' }]),
       'body.messages.0.content.0.type must be one of: text, image, document, tool_use, tool_result, thinking, redacted_thinking',

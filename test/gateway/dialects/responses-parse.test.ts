@@ -214,6 +214,21 @@ describe('responses dialect: input forms', () => {
       { model: 'm', input: [{ role: 'user', content: [{ type: 'input_file', file_id: 'file-1' }] }] },
       /body\.input\.0\.content\.0\.file_id is not supported/,
     );
+    for (const url of [
+      'ftp://x/a.png',
+      'file:///etc/passwd',
+      'javascript:alert(1)',
+      'DATA:image/png;base64,AA==',
+    ]) {
+      refused(
+        { model: 'm', input: [{ role: 'user', content: [{ type: 'input_image', image_url: url }] }] },
+        /^Invalid request parameters: body\.input\.0\.content\.0\.image_url must be an http\(s\) or data: URL$/,
+      );
+      refused(
+        { model: 'm', input: [{ role: 'user', content: [{ type: 'input_file', file_url: url }] }] },
+        /^Invalid request parameters: body\.input\.0\.content\.0\.file_url must be an http\(s\) or data: URL$/,
+      );
+    }
     refused(
       { model: 'm', input: [{ type: 'function_call', name: 'f', arguments: '{}' }] },
       /body\.input\.0\.call_id is required/,

@@ -1,5 +1,6 @@
 import type { ContentPart, InputItem } from '../../../spec/generation-request.js';
 import { invalidParameter } from '../shared/invalid-parameter.js';
+import { isContentUrl } from '../shared/request-rules.js';
 import type { ContentPartBody, MessageBody } from './chat-completions-schema.js';
 
 /**
@@ -9,17 +10,13 @@ import type { ContentPartBody, MessageBody } from './chat-completions-schema.js'
  * The schema has checked types; this checks what depends on the role.
  */
 
-/** Links the upstream can fetch or inline data; anything else would fail later, far from its cause. */
-const isUrl = (value: string) =>
-  value.startsWith('data:') || value.startsWith('https://') || value.startsWith('http://');
-
 function userPart(part: ContentPartBody, path: string): ContentPart {
   switch (part.type) {
     case 'text':
       return { type: 'text', text: part.text };
     case 'image_url': {
       const image = part.image_url;
-      if (!isUrl(image.url))
+      if (!isContentUrl(image.url))
         throw invalidParameter(`${path}.image_url.url`, 'must be an http(s) or data: URL');
       // `original` is the reference's extension; providers without such a tier get `high`.
       const detail = image.detail === 'original' ? 'high' : image.detail;
@@ -35,7 +32,7 @@ function userPart(part: ContentPartBody, path: string): ContentPart {
           );
         throw invalidParameter(`${path}.file.file_data`, 'is required');
       }
-      if (!isUrl(file.file_data))
+      if (!isContentUrl(file.file_data))
         throw invalidParameter(`${path}.file.file_data`, 'must be a data: URL or an http(s) URL');
       return file.filename
         ? { type: 'file', url: file.file_data, filename: file.filename }

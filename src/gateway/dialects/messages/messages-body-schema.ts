@@ -39,7 +39,8 @@ const TextBlock = Type.Object(
   { additionalProperties: false },
 );
 const Data = Type.String({ minLength: 1 });
-const Url = Type.String({ minLength: 1 });
+/** A `url` source is a link the provider fetches: http(s) only (inline data is a `base64` source). */
+const Url = Type.String({ minLength: 1, pattern: '^https?://' });
 
 const ImageBlock = Type.Object(
   {

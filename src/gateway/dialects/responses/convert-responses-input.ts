@@ -1,5 +1,6 @@
 import type { ContentPart, InputItem } from '../../../spec/generation-request.js';
 import { invalidParameter } from '../shared/invalid-parameter.js';
+import { isContentUrl } from '../shared/request-rules.js';
 import type { ResponsesInputItem } from './responses-body-schema.js';
 
 /**
@@ -125,6 +126,7 @@ function convertImage(part: Record<string, unknown>, path: string): ContentPart 
     }
     throw invalidParameter(`${path}.image_url`, 'is required');
   }
+  if (!isContentUrl(url)) throw invalidParameter(`${path}.image_url`, 'must be an http(s) or data: URL');
   const detail = part.detail;
   if (detail === undefined || detail === null) return { type: 'image', url };
   if (typeof detail !== 'string' || !DETAILS.includes(detail)) {
@@ -158,6 +160,9 @@ function convertFile(part: Record<string, unknown>, path: string): ContentPart {
     return { type: 'file', url: `data:${mediaType};base64,${data}`, mediaType, ...named };
   }
   if (typeof part.file_url === 'string' && part.file_url.length > 0) {
+    if (!isContentUrl(part.file_url)) {
+      throw invalidParameter(`${path}.file_url`, 'must be an http(s) or data: URL');
+    }
     return { type: 'file', url: part.file_url, ...named };
   }
   if (part.file_id != null) {

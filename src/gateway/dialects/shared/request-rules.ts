@@ -116,3 +116,11 @@ export function checkedMetadata(
   }
   return metadata;
 }
+
+/**
+ * Whether a content link is one an upstream can fetch, or inline data: `http(s)://` or `data:`
+ * (lower case, as every adapter reads it). Anything else (`ftp:`, `file:`, `javascript:`) would be
+ * sent on to fail at the provider, far from its cause, or worse be taken for a path by one.
+ */
+export const isContentUrl = (value: string): boolean =>
+  value.startsWith('data:') || value.startsWith('https://') || value.startsWith('http://');
