@@ -161,8 +161,9 @@ function estimatedUsage(promptBytes: number, outputChars: number): Usage {
 
 /**
  * Usage as the gateway bills it: an upstream's counts are foreign input, so anything that is not a
- * finite non-negative number becomes 0, fractions round down, and no count exceeds the endpoint's
- * context length; and a reply with output but no
+ * positive number becomes 0, fractions round down, and no count exceeds the endpoint's context length
+ * (Infinity, which JSON.parse makes of 1e999, included: counted as 0 it would be a free generation);
+ * and a reply with output but no
  * counts at all (a provider ignoring `include_usage`) is billed from what crossed the wire.
  */
 function billableUsage(
@@ -175,7 +176,7 @@ function billableUsage(
   // No call can read or write more tokens than the endpoint's context holds: a larger count is an
   // upstream bug, and billing it would drain the account.
   const clean = (value: number) =>
-    Number.isFinite(value) && value > 0 ? Math.min(Math.floor(value), contextLength) : 0;
+    typeof value === 'number' && value > 0 ? Math.min(Math.floor(value), contextLength) : 0;
   const usage: Usage = {
     inputTokens: clean(reported.inputTokens),
     outputTokens: clean(reported.outputTokens),

@@ -98,6 +98,17 @@ describe('hostile upstreams and careless clients', () => {
     const record = await generationRecord(gateway, key, generationId(absurd));
     assert.equal(record.tokens_prompt, 100_000);
     await waitFor('the record to be written', () => gateway.services.generations.pending() === 0);
+    // 1e999 parses as Infinity: capped the same way, not counted as 0 (a free generation).
+    fake.handle((_request, response) => {
+      response
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(chatCompletion('ok').replace(/"prompt_tokens":\d+/, '"prompt_tokens":1e999'));
+    });
+    const infinite = await chat(key, {});
+    assert.equal(infinite.status, 200, infinite.text);
+    assert.equal(infinite.body.usage.prompt_tokens, 100_000);
+    // 100,000 × 1,000 + 5 × 2,000 nano-dollars.
+    assert.equal(infinite.body.usage.cost, 0.10001);
   });
 
   it('bills a reply without usage from what crossed the wire', async () => {

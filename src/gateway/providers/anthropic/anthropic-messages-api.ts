@@ -10,8 +10,9 @@ const asRecord = (value: unknown): Record<string, unknown> | undefined =>
     ? (value as Record<string, unknown>)
     : undefined;
 const asString = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
+/** A token count; Infinity (what JSON.parse makes of 1e999) is kept: billing caps counts at the context. */
 const asCount = (value: unknown): number | undefined =>
-  typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : undefined;
+  typeof value === 'number' && value >= 0 ? value : undefined;
 
 /** Anthropic's usage counters as sent; a stream reports them in pieces, so each may be absent. */
 export interface AnthropicUsageCounts {

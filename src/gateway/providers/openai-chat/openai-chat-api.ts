@@ -9,8 +9,8 @@ const asRecord = (value: unknown): Record<string, unknown> | undefined =>
     ? (value as Record<string, unknown>)
     : undefined;
 const asString = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
-const asCount = (value: unknown): number =>
-  typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : 0;
+/** A token count; Infinity (what JSON.parse makes of 1e999) is kept: billing caps counts at the context. */
+const asCount = (value: unknown): number => (typeof value === 'number' && value > 0 ? value : 0);
 
 export function readOpenAiUsage(value: unknown): Usage | undefined {
   const usage = asRecord(value);

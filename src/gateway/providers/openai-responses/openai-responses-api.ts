@@ -13,8 +13,8 @@ const asRecord = (value: unknown): Record<string, unknown> | undefined =>
 const asString = (value: unknown): string | undefined => (typeof value === 'string' ? value : undefined);
 const asIndex = (value: unknown): number | undefined =>
   typeof value === 'number' && Number.isInteger(value) && value >= 0 ? value : undefined;
-const asCount = (value: unknown): number =>
-  typeof value === 'number' && Number.isFinite(value) && value > 0 ? value : 0;
+/** A token count; Infinity (what JSON.parse makes of 1e999) is kept: billing caps counts at the context. */
+const asCount = (value: unknown): number => (typeof value === 'number' && value > 0 ? value : 0);
 
 /** Responses usage: `input_tokens` already includes the cached part, `output_tokens` the reasoning. */
 export function readOpenAiResponsesUsage(value: unknown): Usage | undefined {
