@@ -4,6 +4,7 @@ import type { TSchema } from 'typebox';
 import type { DestinationType } from '../../broadcast/destination-type.js';
 import type { ExporterHttp } from '../../broadcast/exporter-http.js';
 import { invalidRequest } from '../../errors/app-error.js';
+import { pathTooDeep } from '../../platform/json-depth.js';
 import { NO_NUL_PATTERN } from '../../platform/schema-types.js';
 import type { SecretBox } from '../../platform/secret-box.js';
 import type { ObservabilityDestinationTable } from '../../storage/database-schema.js';
@@ -269,19 +270,14 @@ export function originsOf(type: AnyDestinationType, config: DestinationConfig, o
 export const MAX_CONFIG_DEPTH = 8;
 
 /**
- * Refuses a config that nests arrays or objects more than MAX_CONFIG_DEPTH levels deep, naming the
- * first field that does. Iterative: it is what keeps the recursive walks after it safe.
+ * Refuses a config that nests arrays or objects more than MAX_CONFIG_DEPTH levels below itself,
+ * naming the first field that does (`pathTooDeep` is iterative: it is what keeps the recursive walks
+ * after it safe). The config object is not a level of its own, hence the one added.
  */
 export function checkConfigDepth(config: unknown, path: string): void {
-  const pending: Array<[unknown, string, number]> = [[config, path, 0]];
-  for (let next = pending.pop(); next; next = pending.pop()) {
-    const [value, where, depth] = next;
-    if (!Array.isArray(value) && !isPlainObject(value)) continue;
-    if (depth > MAX_CONFIG_DEPTH)
-      throw refuse(where, `must not nest more than ${MAX_CONFIG_DEPTH} levels deep`);
-    const entries = Array.isArray(value) ? value.entries() : Object.entries(value);
-    for (const [key, entry] of entries) pending.push([entry, `${where}.${key}`, depth + 1]);
-  }
+  const tooDeep = pathTooDeep(config, MAX_CONFIG_DEPTH + 1);
+  if (tooDeep)
+    throw refuse([path, ...tooDeep].join('.'), `must not nest more than ${MAX_CONFIG_DEPTH} levels deep`);
 }
 
 /** Every string of a config (nested objects included), with where it sits. */

@@ -1,4 +1,3 @@
-import { MAX_JSON_DEPTH, pathTooDeepIn } from '../../../platform/json-depth.js';
 import type {
   ContentPart,
   GenerationRequest,
@@ -6,6 +5,7 @@ import type {
   ReasoningOptions,
 } from '../../../spec/generation-request.js';
 import { UnsupportedRequestError } from '../../../spec/upstream-error.js';
+import { argumentsObject } from '../shared/function-arguments.js';
 
 type AnthropicSource =
   | { type: 'url'; url: string }
@@ -88,35 +88,6 @@ function convertPart(part: ContentPart): AnthropicContentBlock | undefined {
 }
 
 /**
- * Anthropic wants the tool input as a JSON object. Arguments that are not one are the caller's
- * mistake (the gateway only relays what a model or client wrote), so they fail the request with a
- * UnsupportedRequestError rather than being replaced by `{}`, which would silently change the conversation. Empty
- * arguments are the one exception: several models write "" for a call without parameters.
- */
-function parseToolInput(item: Extract<InputItem, { type: 'function-call' }>): Record<string, unknown> {
-  if (item.arguments.trim() === '') return {};
-  let input: unknown;
-  try {
-    input = JSON.parse(item.arguments);
-  } catch {
-    throw new UnsupportedRequestError(
-      `Arguments of function call ${item.callId} (${item.name}) are not valid JSON`,
-    );
-  }
-  if (typeof input !== 'object' || input === null || Array.isArray(input)) {
-    throw new UnsupportedRequestError(
-      `Arguments of function call ${item.callId} (${item.name}) are not a JSON object`,
-    );
-  }
-  if (pathTooDeepIn(item.arguments, input)) {
-    throw new UnsupportedRequestError(
-      `Arguments of function call ${item.callId} (${item.name}) nest more than ${MAX_JSON_DEPTH} levels deep`,
-    );
-  }
-  return input as Record<string, unknown>;
-}
-
-/**
  * Input items → the system prompt and user/assistant turns. Anthropic has no system role inside
  * `messages`, so system and developer turns join `instructions` (their text only); it also wants
  * turns to alternate, so consecutive blocks of one role merge into one turn. Tool calls belong to
@@ -147,7 +118,7 @@ export function convertToAnthropicMessages(
       }
     } else if (item.type === 'function-call') {
       append('assistant', [
-        { type: 'tool_use', id: item.callId, name: item.name, input: parseToolInput(item) },
+        { type: 'tool_use', id: item.callId, name: item.name, input: argumentsObject(item) },
       ]);
     } else {
       append('user', [{ type: 'tool_result', tool_use_id: item.callId, content: item.output }]);

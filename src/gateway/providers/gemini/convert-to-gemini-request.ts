@@ -1,6 +1,7 @@
-import { MAX_JSON_DEPTH, pathTooDeepIn } from '../../../platform/json-depth.js';
+import { pathTooDeepIn } from '../../../platform/json-depth.js';
 import type { ContentPart, GenerationRequest, InputItem } from '../../../spec/generation-request.js';
 import { UnsupportedRequestError } from '../../../spec/upstream-error.js';
+import { argumentsObject } from '../shared/function-arguments.js';
 
 type GeminiPart =
   | { text: string }
@@ -64,31 +65,6 @@ function convertPart(part: ContentPart): GeminiPart {
   }
 }
 
-/** Function-call arguments as the object Gemini wants; the caller sent them, so bad JSON is theirs. */
-function parseArguments(item: Extract<InputItem, { type: 'function-call' }>): Record<string, unknown> {
-  // Models write an empty string for a call without arguments.
-  if (item.arguments.trim() === '') return {};
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(item.arguments);
-  } catch {
-    throw new UnsupportedRequestError(
-      `Arguments of function call ${item.callId} (${item.name}) are not valid JSON`,
-    );
-  }
-  if (!isObject(parsed)) {
-    throw new UnsupportedRequestError(
-      `Arguments of function call ${item.callId} (${item.name}) are not a JSON object`,
-    );
-  }
-  if (pathTooDeepIn(item.arguments, parsed)) {
-    throw new UnsupportedRequestError(
-      `Arguments of function call ${item.callId} (${item.name}) nest more than ${MAX_JSON_DEPTH} levels deep`,
-    );
-  }
-  return parsed;
-}
-
 /**
  * A JSON object output is sent as is; anything else is wrapped, since `response` must be an object
  * (so is an object nesting deeper than MAX_JSON_DEPTH: as text it is sent whole).
@@ -124,7 +100,7 @@ export function convertToGeminiContents(input: InputItem[]): GeminiContent[] {
       append(item.role === 'assistant' ? 'model' : 'user', item.content.map(convertPart));
     } else if (item.type === 'function-call') {
       callNames.set(item.callId, item.name);
-      append('model', [{ functionCall: { name: item.name, args: parseArguments(item) } }]);
+      append('model', [{ functionCall: { name: item.name, args: argumentsObject(item) } }]);
     } else {
       append('user', [
         {
