@@ -237,12 +237,16 @@ describe('Gemini adapter against a fake upstream', () => {
       ['required', 'ANY'],
       ['none', 'NONE'],
     ];
+    const tools = [{ type: 'function' as const, name: 'f', parameters: { type: 'object', properties: {} } }];
     for (const [toolChoice, mode] of modes) {
       const base = simple();
-      await adapter.generate({ ...base, request: { ...base.request, toolChoice } });
+      await adapter.generate({ ...base, request: { ...base.request, toolChoice, tools } });
       assert.deepEqual((upstream.requests.at(-1)!.body as Record<string, unknown>).toolConfig, {
         functionCallingConfig: { mode },
       });
+      // Gemini refuses a function calling config without function declarations: none is sent.
+      await adapter.generate({ ...base, request: { ...base.request, toolChoice } });
+      assert.equal((upstream.requests.at(-1)!.body as Record<string, unknown>).toolConfig, undefined);
     }
   });
 

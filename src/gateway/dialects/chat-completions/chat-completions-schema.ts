@@ -2,6 +2,7 @@ import { type Static, Type } from 'typebox';
 import { stringEnum } from '../../../platform/schema-types.js';
 import { ProviderPreferencesSchema, RouteSchema } from '../shared/provider-preferences.js';
 import {
+  MAX_INT32,
   MetadataSchema,
   ModelIdSchema,
   ModelsSchema,
@@ -144,14 +145,16 @@ export const ChatCompletionsBodySchema = Type.Object(
     max_completion_tokens: Type.Optional(nullable(Type.Integer({ minimum: 1 }))),
     temperature: optionalNumber({ minimum: 0, maximum: 2 }),
     top_p: optionalNumber({ minimum: 0, maximum: 1 }),
-    top_k: Type.Optional(nullable(Type.Integer({ minimum: 0 }))),
+    top_k: Type.Optional(nullable(Type.Integer({ minimum: 0, maximum: MAX_INT32 }))),
     frequency_penalty: optionalNumber({ minimum: -2, maximum: 2 }),
     presence_penalty: optionalNumber({ minimum: -2, maximum: 2 }),
     repetition_penalty: optionalNumber({ minimum: 0, maximum: 2 }),
     min_p: optionalNumber({ minimum: 0, maximum: 1 }),
     top_a: optionalNumber({ minimum: 0, maximum: 1 }),
     stop: Type.Optional(nullable(textOrList(Type.String(), { maxItems: 4 }))),
-    seed: Type.Optional(nullable(Type.Integer())),
+    seed: Type.Optional(
+      nullable(Type.Integer({ minimum: -Number.MAX_SAFE_INTEGER, maximum: Number.MAX_SAFE_INTEGER })),
+    ),
     response_format: Type.Optional(ResponseFormatSchema),
     reasoning: Type.Optional(nullable(ReasoningSchema)),
     reasoning_effort: Type.Optional(stringEnum(efforts, { nullable: true })),

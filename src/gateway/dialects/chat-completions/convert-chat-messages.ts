@@ -1,6 +1,6 @@
 import type { ContentPart, InputItem } from '../../../spec/generation-request.js';
 import { invalidParameter } from '../shared/invalid-parameter.js';
-import { isContentUrl } from '../shared/request-rules.js';
+import { contentUrlProblem, isContentUrl } from '../shared/request-rules.js';
 import type { ContentPartBody, MessageBody } from './chat-completions-schema.js';
 
 /**
@@ -16,8 +16,8 @@ function userPart(part: ContentPartBody, path: string): ContentPart {
       return { type: 'text', text: part.text };
     case 'image_url': {
       const image = part.image_url;
-      if (!isContentUrl(image.url))
-        throw invalidParameter(`${path}.image_url.url`, 'must be an http(s) or data: URL');
+      const imageProblem = contentUrlProblem(image.url);
+      if (imageProblem) throw invalidParameter(`${path}.image_url.url`, imageProblem);
       // `original` is the reference's extension; providers without such a tier get `high`.
       const detail = image.detail === 'original' ? 'high' : image.detail;
       return detail ? { type: 'image', url: image.url, detail } : { type: 'image', url: image.url };
@@ -32,8 +32,10 @@ function userPart(part: ContentPartBody, path: string): ContentPart {
           );
         throw invalidParameter(`${path}.file.file_data`, 'is required');
       }
-      if (!isContentUrl(file.file_data))
-        throw invalidParameter(`${path}.file.file_data`, 'must be a data: URL or an http(s) URL');
+      const fileProblem = isContentUrl(file.file_data)
+        ? contentUrlProblem(file.file_data)
+        : 'must be a data: URL or an http(s) URL';
+      if (fileProblem) throw invalidParameter(`${path}.file.file_data`, fileProblem);
       return file.filename
         ? { type: 'file', url: file.file_data, filename: file.filename }
         : { type: 'file', url: file.file_data };

@@ -1,7 +1,13 @@
 import { type Static, Type } from 'typebox';
 import { stringEnum } from '../../../platform/schema-types.js';
 import { ProviderPreferencesSchema } from '../shared/provider-preferences.js';
-import { ModelIdSchema, ModelsSchema, SessionIdSchema, UserSchema } from '../shared/request-rules.js';
+import {
+  MAX_INT32,
+  ModelIdSchema,
+  ModelsSchema,
+  SessionIdSchema,
+  UserSchema,
+} from '../shared/request-rules.js';
 
 /** OpenAI's limit on inputs per request; no upstream we reach takes more in one call. */
 export const MAX_EMBEDDING_INPUTS = 2048;
@@ -38,7 +44,7 @@ export const embeddingsBodySchema = Type.Object(
     model: Type.Optional(ModelIdSchema),
     models: Type.Optional(ModelsSchema),
     encoding_format: Type.Optional(stringEnum(['float', 'base64'])),
-    dimensions: Type.Optional(Type.Integer({ minimum: 1 })),
+    dimensions: Type.Optional(Type.Integer({ minimum: 1, maximum: MAX_INT32 })),
     user: Type.Optional(UserSchema),
     input_type: Type.Optional(Type.String({ minLength: 1, maxLength: 256 })),
     provider: Type.Optional(ProviderPreferencesSchema),

@@ -1,12 +1,20 @@
 import type { ContentPart, InputItem } from '../../../spec/generation-request.js';
 import { invalidParameter } from '../shared/invalid-parameter.js';
+import { isBase64 } from '../shared/request-rules.js';
 import type { MessagesBody, MessagesContentBlock } from './messages-body-schema.js';
 
 type Message = MessagesBody['messages'][number];
 type BlockOf<Type extends MessagesContentBlock['type']> = Extract<MessagesContentBlock, { type: Type }>;
 
-function imagePart(block: BlockOf<'image'>): ContentPart {
+/** A base64 source's data must be base64: garbage would reach the provider, to fail far from its cause. */
+function checkBase64(source: { type: string; data?: unknown }, path: string): void {
+  if (source.type === 'base64' && typeof source.data === 'string' && !isBase64(source.data))
+    throw invalidParameter(`${path}.source.data`, 'must be base64 data');
+}
+
+function imagePart(block: BlockOf<'image'>, path: string): ContentPart {
   const { source } = block;
+  checkBase64(source, path);
   return source.type === 'base64'
     ? { type: 'image', url: `data:${source.media_type};base64,${source.data}` }
     : { type: 'image', url: source.url };
@@ -17,8 +25,9 @@ function imagePart(block: BlockOf<'image'>): ContentPart {
  * document travels as a text/plain data URL, which the Anthropic adapter turns back into a text
  * document and other protocols read as a file.
  */
-function documentPart(block: BlockOf<'document'>): ContentPart {
+function documentPart(block: BlockOf<'document'>, path: string): ContentPart {
   const { source } = block;
+  checkBase64(source, path);
   const part: Extract<ContentPart, { type: 'file' }> =
     source.type === 'base64'
       ? { type: 'file', url: `data:application/pdf;base64,${source.data}`, mediaType: 'application/pdf' }
@@ -64,10 +73,10 @@ function convertMessage(message: Message, at: string, items: InputItem[]): void 
         parts.push({ type: 'text', text: block.text });
         break;
       case 'image':
-        parts.push(imagePart(block));
+        parts.push(imagePart(block, `${at}.content.${index}`));
         break;
       case 'document':
-        parts.push(documentPart(block));
+        parts.push(documentPart(block, `${at}.content.${index}`));
         break;
       case 'tool_use':
         if (role !== 'assistant') {

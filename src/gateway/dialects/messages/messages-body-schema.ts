@@ -2,6 +2,7 @@ import { type Static, Type } from 'typebox';
 import { storableText, stringEnum } from '../../../platform/schema-types.js';
 import { ProviderPreferencesSchema, RouteSchema } from '../shared/provider-preferences.js';
 import {
+  MAX_INT32,
   ModelIdSchema,
   ModelsSchema,
   SessionIdSchema,
@@ -231,7 +232,7 @@ export const messagesBodySchema = Type.Object(
     stop_sequences: Type.Optional(Type.Array(Type.String({ minLength: 1 }))),
     temperature: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
     top_p: Type.Optional(Type.Number({ minimum: 0, maximum: 1 })),
-    top_k: Type.Optional(Type.Integer({ minimum: 0 })),
+    top_k: Type.Optional(Type.Integer({ minimum: 0, maximum: MAX_INT32 })),
     tools: Type.Optional(Type.Array(Tool)),
     tool_choice: Type.Optional(ToolChoice),
     stream: Type.Optional(Type.Boolean()),

@@ -1,6 +1,6 @@
 import type { ContentPart, InputItem } from '../../../spec/generation-request.js';
 import { invalidParameter } from '../shared/invalid-parameter.js';
-import { isContentUrl } from '../shared/request-rules.js';
+import { contentUrlProblem, isBase64 } from '../shared/request-rules.js';
 import type { ResponsesInputItem } from './responses-body-schema.js';
 
 /**
@@ -126,7 +126,8 @@ function convertImage(part: Record<string, unknown>, path: string): ContentPart 
     }
     throw invalidParameter(`${path}.image_url`, 'is required');
   }
-  if (!isContentUrl(url)) throw invalidParameter(`${path}.image_url`, 'must be an http(s) or data: URL');
+  const problem = contentUrlProblem(url);
+  if (problem) throw invalidParameter(`${path}.image_url`, problem);
   const detail = part.detail;
   if (detail === undefined || detail === null) return { type: 'image', url };
   if (typeof detail !== 'string' || !DETAILS.includes(detail)) {
@@ -151,18 +152,20 @@ function convertFile(part: Record<string, unknown>, path: string): ContentPart {
   if (typeof part.file_data === 'string' && part.file_data.length > 0) {
     const data = part.file_data;
     if (data.startsWith('data:')) {
+      const problem = contentUrlProblem(data);
+      if (problem) throw invalidParameter(`${path}.file_data`, problem);
       const mediaType = /^data:([^;,]+)/.exec(data)?.[1];
       return { type: 'file', url: data, ...(mediaType ? { mediaType } : {}), ...named };
     }
     // Bare base64, as some clients send it: the type comes from the file name, PDF when unknown.
+    if (!isBase64(data)) throw invalidParameter(`${path}.file_data`, 'must be a data: URL or base64 data');
     const extension = filename?.split('.').pop()?.toLowerCase() ?? '';
     const mediaType = MEDIA_TYPES[extension] ?? 'application/pdf';
     return { type: 'file', url: `data:${mediaType};base64,${data}`, mediaType, ...named };
   }
   if (typeof part.file_url === 'string' && part.file_url.length > 0) {
-    if (!isContentUrl(part.file_url)) {
-      throw invalidParameter(`${path}.file_url`, 'must be an http(s) or data: URL');
-    }
+    const problem = contentUrlProblem(part.file_url);
+    if (problem) throw invalidParameter(`${path}.file_url`, problem);
     return { type: 'file', url: part.file_url, ...named };
   }
   if (part.file_id != null) {

@@ -2,6 +2,7 @@ import { type Static, Type } from 'typebox';
 import { stringEnum } from '../../../platform/schema-types.js';
 import { ProviderPreferencesSchema, RouteSchema } from '../shared/provider-preferences.js';
 import {
+  MAX_INT32,
   MetadataSchema,
   ModelIdSchema,
   ModelsSchema,
@@ -176,7 +177,7 @@ export const ResponsesBodySchema = Type.Object(
     max_output_tokens: Type.Optional(nullableInteger({ minimum: 1 })),
     max_tool_calls: Type.Optional(nullableInteger({ minimum: 1 })),
     top_logprobs: Type.Optional(nullableInteger({ minimum: 0, maximum: 20 })),
-    top_k: Type.Optional(nullableInteger({ minimum: 0 })),
+    top_k: Type.Optional(nullableInteger({ minimum: 0, maximum: MAX_INT32 })),
     temperature: Type.Optional(nullableNumber({ minimum: 0, maximum: 2 })),
     top_p: Type.Optional(nullableNumber({ minimum: 0, maximum: 1 })),
     frequency_penalty: Type.Optional(nullableNumber({ minimum: -2, maximum: 2 })),

@@ -124,3 +124,36 @@ export function checkedMetadata(
  */
 export const isContentUrl = (value: string): boolean =>
   value.startsWith('data:') || value.startsWith('https://') || value.startsWith('http://');
+
+/**
+ * Standard base64 (RFC 4648's alphabet, padding at the end only); line breaks, which MIME encoders
+ * add, are let through. Anchored and without nested repetition, so a multi-megabyte payload is
+ * checked in one linear pass.
+ */
+const BASE64 = /^[A-Za-z0-9+/\r\n]*={0,2}[\r\n]*$/;
+
+export const isBase64 = (value: string): boolean => value.length > 0 && BASE64.test(value);
+
+/**
+ * What is wrong with a content link, or null: it must be `http(s)://` or `data:` (see
+ * `isContentUrl`), and a base64 `data:` URL must hold base64. Garbage in the data would otherwise
+ * reach the provider, which refuses it far from its cause (Anthropic, Gemini) or reads it as some
+ * other image.
+ */
+export function contentUrlProblem(value: string): string | null {
+  if (!isContentUrl(value)) return 'must be an http(s) or data: URL';
+  if (!value.startsWith('data:')) return null;
+  const comma = value.indexOf(',');
+  if (comma < 0) return 'must be a data: URL of the form data:<media type>;base64,<data>';
+  const parameters = value.slice(5, comma).split(';');
+  if (parameters.includes('base64') && !isBase64(value.slice(comma + 1))) {
+    return 'must hold base64 data after ";base64," (the data is empty or not base64)';
+  }
+  return null;
+}
+
+/**
+ * The largest value of an integer field that providers read as a 32-bit integer (`top_k`,
+ * `dimensions`): JSON allows 1e308, which passes an integer check and is refused upstream.
+ */
+export const MAX_INT32 = 2_147_483_647;

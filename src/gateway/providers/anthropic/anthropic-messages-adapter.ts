@@ -162,6 +162,14 @@ export function createAnthropicMessagesAdapter(options: {
             usage = { ...usage, ...event.usage };
             if (event.stopReason !== undefined) stopReason = event.stopReason;
           } else if (event.type === 'message_stop') {
+            // A stream that stops before message_start answered nothing: a bad answer to fail
+            // over from, not a completed empty reply.
+            if (!identified) {
+              throw new UpstreamError({
+                message: 'Upstream stream sent message_stop before message_start',
+                kind: 'invalid-response',
+              });
+            }
             sawStop = true;
             break;
           } else if (event.type === 'error') {

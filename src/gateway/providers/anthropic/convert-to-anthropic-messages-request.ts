@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import type {
   ContentPart,
   GenerationRequest,
@@ -61,13 +62,46 @@ function sourceFor(url: string, what: string): AnthropicSource {
   return { type: 'base64', media_type: parsed.mediaType, data: parsed.data };
 }
 
+/** The image types Anthropic's image blocks take. */
+const IMAGE_MEDIA_TYPES = new Set(['image/jpeg', 'image/png', 'image/gif', 'image/webp']);
+
+function imageBlock(url: string): AnthropicContentBlock {
+  const source = sourceFor(url, 'image');
+  if (source.type !== 'base64') return { type: 'image', source };
+  const mediaType = source.media_type.toLowerCase();
+  // A PDF sent as an image (some clients put every attachment in image_url) is a document here.
+  if (mediaType === 'application/pdf') return { type: 'document', source };
+  if (!IMAGE_MEDIA_TYPES.has(mediaType)) {
+    throw new UnsupportedRequestError(
+      `Anthropic accepts images of type image/jpeg, image/png, image/gif or image/webp, not ${source.media_type}`,
+    );
+  }
+  return { type: 'image', source: { ...source, media_type: mediaType } };
+}
+
+/** What Anthropic allows in a tool_use id (and so in a tool_result's tool_use_id). */
+const TOOL_ID = /^[a-zA-Z0-9_-]+$/;
+
+/**
+ * A tool call id as Anthropic accepts it. Ids made by other providers may hold characters Anthropic
+ * refuses (Kimi's `functions.get_weather:0`), which a conversation that falls back to Anthropic
+ * carries in its history: those characters become `_`, and a short hash of the original id keeps
+ * two ids that differ only there apart. The same id always maps the same way, so a call and its
+ * result still match.
+ */
+export function anthropicToolId(id: string): string {
+  if (TOOL_ID.test(id)) return id;
+  const digest = createHash('sha256').update(id).digest('hex').slice(0, 12);
+  return `${id.replace(/[^a-zA-Z0-9_-]/g, '_')}_${digest}`;
+}
+
 function convertPart(part: ContentPart): AnthropicContentBlock | undefined {
   switch (part.type) {
     case 'text':
       // Anthropic rejects empty text blocks ("text content blocks must be non-empty").
       return part.text === '' ? undefined : { type: 'text', text: part.text };
     case 'image':
-      return { type: 'image', source: sourceFor(part.url, 'image') };
+      return imageBlock(part.url);
     case 'file': {
       let source = sourceFor(part.url, 'file');
       // Plain-text documents travel as text, not base64: Anthropic's base64 documents are PDF only.
@@ -118,11 +152,18 @@ export function convertToAnthropicMessages(
       }
     } else if (item.type === 'function-call') {
       append('assistant', [
-        { type: 'tool_use', id: item.callId, name: item.name, input: argumentsObject(item) },
+        { type: 'tool_use', id: anthropicToolId(item.callId), name: item.name, input: argumentsObject(item) },
       ]);
     } else {
-      append('user', [{ type: 'tool_result', tool_use_id: item.callId, content: item.output }]);
+      append('user', [
+        { type: 'tool_result', tool_use_id: anthropicToolId(item.callId), content: item.output },
+      ]);
     }
+  }
+  if (messages.length === 0) {
+    throw new UnsupportedRequestError(
+      'The conversation has no user or assistant content: Anthropic needs at least one message besides the system prompt',
+    );
   }
   return { system: system.length > 0 ? system.join('\n\n') : undefined, messages };
 }
@@ -148,6 +189,19 @@ function thinkingBudget(reasoning: ReasoningOptions | undefined, explicitMax: nu
   if (effort === undefined) return undefined;
   const budget = Math.min(EFFORT_BUDGETS[effort], (explicitMax ?? Number.POSITIVE_INFINITY) - 1);
   return budget < MIN_THINKING_BUDGET ? undefined : budget;
+}
+
+/**
+ * A tool's parameters as Anthropic's `input_schema`, which must be an object schema: a schema that
+ * leaves out `type` (`{}` accepts any arguments, and arguments are always an object) gets
+ * `type: "object"`; one that names another type cannot describe a tool's arguments.
+ */
+function inputSchema(name: string, parameters: Record<string, unknown>): Record<string, unknown> {
+  if (parameters.type === 'object') return parameters;
+  if (parameters.type === undefined) return { type: 'object', ...parameters };
+  throw new UnsupportedRequestError(
+    `Anthropic needs tool ${JSON.stringify(name)}'s parameters to be an object schema (type "object")`,
+  );
 }
 
 function convertToolChoice(request: GenerationRequest): Record<string, unknown> | undefined {
@@ -182,13 +236,21 @@ export function convertToAnthropicMessagesRequest(
     body.tools = request.tools.map((tool) => ({
       name: tool.name,
       ...(tool.description !== undefined ? { description: tool.description } : {}),
-      input_schema: tool.parameters,
+      input_schema: inputSchema(tool.name, tool.parameters),
     }));
     // Anthropic rejects tool_choice without tools.
     const toolChoice = convertToolChoice(request);
     if (toolChoice) body.tool_choice = toolChoice;
   }
-  if (request.temperature !== undefined) body.temperature = request.temperature;
+  if (request.temperature !== undefined) {
+    // OpenAI-style surfaces allow up to 2; Anthropic refuses anything above 1. Refused here, so
+    // routing can move on to a candidate that takes it, rather than changed behind the caller's back.
+    if (request.temperature > 1)
+      throw new UnsupportedRequestError(
+        `Anthropic accepts a temperature from 0 to 1, not ${request.temperature}`,
+      );
+    body.temperature = request.temperature;
+  }
   if (request.topP !== undefined) body.top_p = request.topP;
   if (request.topK !== undefined) body.top_k = request.topK;
   if (request.stop?.length) body.stop_sequences = request.stop;

@@ -89,7 +89,10 @@ export function convertToGeminiContents(input: InputItem[]): GeminiContent[] {
   // Gemini matches a response to its call by name and has no call ids; a later call with the same
   // id (our `call_<index>` ids repeat across turns) replaces an earlier one.
   const callNames = new Map<string, string>();
-  const append = (role: GeminiContent['role'], parts: GeminiPart[]) => {
+  const append = (role: GeminiContent['role'], given: GeminiPart[]) => {
+    // Gemini refuses empty text parts and turns without parts ("contents.parts must not be empty").
+    const parts = given.filter((part) => !('text' in part && part.text === ''));
+    if (parts.length === 0) return;
     const last = contents.at(-1);
     if (last?.role === role) last.parts.push(...parts);
     else contents.push({ role, parts });
@@ -181,7 +184,13 @@ function generationConfig(request: GenerationRequest): Record<string, unknown> {
  * https://ai.google.dev/api/generate-content#request-body
  */
 export function convertToGeminiRequest(request: GenerationRequest): Record<string, unknown> {
-  const body: Record<string, unknown> = { contents: convertToGeminiContents(request.input) };
+  const contents = convertToGeminiContents(request.input);
+  if (contents.length === 0) {
+    throw new UnsupportedRequestError(
+      'The conversation has no user or model content: Gemini needs at least one turn besides the system instruction',
+    );
+  }
+  const body: Record<string, unknown> = { contents };
   const system = systemText(request);
   if (system !== undefined) body.systemInstruction = { parts: [{ text: system }] };
   if (request.tools?.length) {
@@ -196,7 +205,9 @@ export function convertToGeminiRequest(request: GenerationRequest): Record<strin
       },
     ];
   }
-  if (request.toolChoice !== undefined) body.toolConfig = toolConfig(request.toolChoice);
+  // Gemini refuses a function calling config without function declarations.
+  if (request.toolChoice !== undefined && request.tools?.length)
+    body.toolConfig = toolConfig(request.toolChoice);
   const config = generationConfig(request);
   if (Object.keys(config).length > 0) body.generationConfig = config;
   return body;

@@ -115,13 +115,17 @@ export function convertToOpenAiChatRequest(
       },
     }));
   }
-  if (request.toolChoice !== undefined) {
+  // OpenAI refuses tool_choice and parallel_tool_calls without tools ("only allowed when tools
+  // are specified"); without tools `auto` and `none` mean the same as leaving them out.
+  const hasTools = (request.tools?.length ?? 0) > 0;
+  if (request.toolChoice !== undefined && hasTools) {
     body.tool_choice =
       typeof request.toolChoice === 'string'
         ? request.toolChoice
         : { type: 'function', function: { name: request.toolChoice.name } };
   }
-  if (request.parallelToolCalls !== undefined) body.parallel_tool_calls = request.parallelToolCalls;
+  if (request.parallelToolCalls !== undefined && hasTools)
+    body.parallel_tool_calls = request.parallelToolCalls;
   if (request.maxOutputTokens !== undefined) body[options.maxTokensField] = request.maxOutputTokens;
   if (request.temperature !== undefined) body.temperature = request.temperature;
   if (request.topP !== undefined) body.top_p = request.topP;

@@ -101,6 +101,14 @@ export function createOpenAiChatAdapter(
         const openCalls = new Map<number, { id: string; name: string }>();
         for await (const event of events) {
           if (event.data === '[DONE]') {
+            // A stream that ends before its first chunk answered nothing: a bad answer to fail over
+            // from, not a completed empty reply.
+            if (!identified) {
+              throw new UpstreamError({
+                message: 'Upstream stream ended with [DONE] before any chunk',
+                kind: 'invalid-response',
+              });
+            }
             sawDone = true;
             break;
           }

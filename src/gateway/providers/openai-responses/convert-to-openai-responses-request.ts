@@ -105,13 +105,16 @@ export function convertToOpenAiResponsesRequest(
       strict: tool.strict ?? false,
     }));
   }
-  if (request.toolChoice !== undefined) {
+  // As on chat completions, tool_choice and parallel_tool_calls go only with tools.
+  const hasTools = (request.tools?.length ?? 0) > 0;
+  if (request.toolChoice !== undefined && hasTools) {
     body.tool_choice =
       typeof request.toolChoice === 'string'
         ? request.toolChoice
         : { type: 'function', name: request.toolChoice.name };
   }
-  if (request.parallelToolCalls !== undefined) body.parallel_tool_calls = request.parallelToolCalls;
+  if (request.parallelToolCalls !== undefined && hasTools)
+    body.parallel_tool_calls = request.parallelToolCalls;
   if (request.maxOutputTokens !== undefined) body.max_output_tokens = request.maxOutputTokens;
   if (request.temperature !== undefined) body.temperature = request.temperature;
   if (request.topP !== undefined) body.top_p = request.topP;
