@@ -163,6 +163,28 @@ describe('requests the upstream protocols would refuse', () => {
     assert.equal(png.status, 200, png.text);
     assert.equal(sent().messages[0].content[0].source.media_type, 'image/png');
 
+    const upperPdf = await chat(CLAUDE_MODEL, image('data:Application/PDF;base64,JVBERi0='));
+    assert.equal(upperPdf.status, 200, upperPdf.text);
+    assert.equal(sent().messages[0].content[0].source.media_type, 'application/pdf');
+    const jpg = await chat(CLAUDE_MODEL, image('data:image/jpg;base64,/9j/'));
+    assert.equal(jpg.status, 200, jpg.text);
+    assert.equal(sent().messages[0].content[0].source.media_type, 'image/jpeg');
+    // An image sent as a file is an image block, not a document Anthropic would refuse.
+    const file = (data: string) => ({
+      messages: [{ role: 'user', content: [{ type: 'file', file: { filename: 'x', file_data: data } }] }],
+    });
+    const imageFile = await chat(CLAUDE_MODEL, file('data:image/png;base64,iVBORw0K'));
+    assert.equal(imageFile.status, 200, imageFile.text);
+    assert.deepEqual(sent().messages[0].content[0], {
+      type: 'image',
+      source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0K' },
+    });
+    const zip = await chat(CLAUDE_MODEL, file('data:application/zip;base64,UEsDBA=='));
+    assert.match(
+      expectError(zip, 400),
+      /Anthropic accepts inline files as images, PDF or plain text, not application\/zip/,
+    );
+
     const svg = await chat(CLAUDE_MODEL, image('data:image/svg+xml;base64,PHN2Zz4='));
     assert.match(
       expectError(svg, 400),
@@ -214,6 +236,22 @@ describe('requests the upstream protocols would refuse', () => {
     assert.equal(sent().parallel_tool_calls, false);
     assert.equal((await chat(GEMINI_MODEL, { ...extra, tools: [tool()] })).status, 200);
     assert.deepEqual(sent().toolConfig, { functionCallingConfig: { mode: 'NONE' } });
+  });
+
+  it('a tool choice that demands a tool without tools is a 400 naming tool_choice', async () => {
+    const count = fake.requests.length;
+    const chatRequired = await chat(ACME_MODEL, { tools: [], tool_choice: 'required' });
+    assert.equal(chatRequired.status, 400, chatRequired.text);
+    assert.match(chatRequired.text, /body\.tool_choice/);
+    const messagesAny = await post('/api/v1/messages', {
+      model: CLAUDE_MODEL,
+      max_tokens: 10,
+      messages: [{ role: 'user', content: 'hi' }],
+      tool_choice: { type: 'any' },
+    });
+    assert.equal(messagesAny.status, 400, messagesAny.text);
+    assert.match(messagesAny.text, /body\.tool_choice/);
+    assert.equal(fake.requests.length, count, 'nothing was sent');
   });
 
   it('integers past what providers read (1e308) are a 400 naming the field', async () => {
@@ -325,7 +363,45 @@ describe('requests the upstream protocols would refuse', () => {
       assert.ok(reply.text.includes(field), `${field} in ${reply.text}`);
       assert.match(reply.text, /base64/);
     }
+    const audio = await chat(ACME_MODEL, {
+      messages: [
+        { role: 'user', content: [{ type: 'input_audio', input_audio: { data: 'no!', format: 'wav' } }] },
+      ],
+    });
+    assert.equal(audio.status, 400, audio.text);
+    assert.match(audio.text, /body\.messages\.0\.content\.0\.input_audio\.data must be base64 data/);
+    // Two megabytes of line breaks ending in a character that is not base64: refused in one pass
+    // (a pattern with line breaks in two repeated groups took 12 s for 100,000 of them).
+    const flood = await chat(ACME_MODEL, {
+      messages: [
+        {
+          role: 'user',
+          content: [
+            { type: 'image_url', image_url: { url: `data:image/png;base64,${'\n'.repeat(1_500_000)}!` } },
+          ],
+        },
+      ],
+    });
+    assert.equal(flood.status, 400, flood.text.slice(0, 200));
+    const blank = await chat(ACME_MODEL, {
+      messages: [
+        { role: 'user', content: [{ type: 'image_url', image_url: { url: 'data:image/png;base64,\n\n' } }] },
+      ],
+    });
+    assert.equal(blank.status, 400, blank.text);
     assert.equal(fake.requests.length, count, 'nothing was sent');
+    // The URL-safe alphabet and line breaks are base64 too; Anthropic and Gemini get it standard.
+    const urlSafe = 'data:image/png;base64,iVBO\r\nRw0K-_8=';
+    const anthropic = await chat(CLAUDE_MODEL, {
+      messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: urlSafe } }] }],
+    });
+    assert.equal(anthropic.status, 200, anthropic.text);
+    assert.equal(sent().messages[0].content[0].source.data, 'iVBORw0K+/8=');
+    const gemini = await chat(GEMINI_MODEL, {
+      messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: urlSafe } }] }],
+    });
+    assert.equal(gemini.status, 200, gemini.text);
+    assert.equal(sent().contents[0].parts[0].inlineData.data, 'iVBORw0K+/8=');
     // Line breaks (MIME encoders wrap lines) and padding are base64 too.
     const wrapped = await chat(ACME_MODEL, {
       messages: [
@@ -358,6 +434,16 @@ describe('requests the upstream protocols would refuse', () => {
       const stopped = await chat(CLAUDE_MODEL, { stream: true });
       assert.equal(stopped.status, 502, stopped.text);
       assert.match(stopped.body.error.message, /message_stop before message_start/);
+      // An upstream that leaves out message_start but streams content still answers.
+      streamFrames = [
+        JSON.stringify({ type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } }),
+        JSON.stringify({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'hi' } }),
+        JSON.stringify({ type: 'message_stop' }),
+      ];
+      const headless = await chat(CLAUDE_MODEL, { stream: true });
+      assert.equal(headless.status, 200, headless.text);
+      assert.match(headless.text, /"content":"hi"/);
+      assert.doesNotMatch(headless.text, /error/);
     } finally {
       streamFrames = null;
       fake.handle((request, response) => answer(request, response));

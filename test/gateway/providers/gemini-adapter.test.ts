@@ -244,9 +244,13 @@ describe('Gemini adapter against a fake upstream', () => {
       assert.deepEqual((upstream.requests.at(-1)!.body as Record<string, unknown>).toolConfig, {
         functionCallingConfig: { mode },
       });
-      // Gemini refuses a function calling config without function declarations: none is sent.
+      // Gemini refuses a function calling config without function declarations: one that changes
+      // nothing without tools (auto, none) is left out; one that demands a tool stays, to be refused.
       await adapter.generate({ ...base, request: { ...base.request, toolChoice } });
-      assert.equal((upstream.requests.at(-1)!.body as Record<string, unknown>).toolConfig, undefined);
+      assert.deepEqual(
+        (upstream.requests.at(-1)!.body as Record<string, unknown>).toolConfig,
+        toolChoice === 'required' ? { functionCallingConfig: { mode } } : undefined,
+      );
     }
   });
 

@@ -1,6 +1,6 @@
 import type { ContentPart, InputItem } from '../../../spec/generation-request.js';
 import { invalidParameter } from '../shared/invalid-parameter.js';
-import { contentUrlProblem, isContentUrl } from '../shared/request-rules.js';
+import { contentUrlProblem, isBase64, isContentUrl } from '../shared/request-rules.js';
 import type { ContentPartBody, MessageBody } from './chat-completions-schema.js';
 
 /**
@@ -41,6 +41,8 @@ function userPart(part: ContentPartBody, path: string): ContentPart {
         : { type: 'file', url: file.file_data };
     }
     case 'input_audio':
+      if (!isBase64(part.input_audio.data))
+        throw invalidParameter(`${path}.input_audio.data`, 'must be base64 data');
       return { type: 'audio', data: part.input_audio.data, format: part.input_audio.format };
     case 'refusal':
       throw invalidParameter(`${path}.type`, 'must be text, image_url, file or input_audio in user messages');

@@ -52,7 +52,7 @@ function toolChoice(body: ChatCompletionsBody, known: FunctionTool[] | undefined
   const choice = body.tool_choice;
   if (choice === undefined) return undefined;
   if (typeof choice === 'string') {
-    if (choice === 'required' && !known)
+    if (choice === 'required' && !known?.length)
       throw invalidParameter('body.tool_choice', 'required needs body.tools');
     return choice;
   }

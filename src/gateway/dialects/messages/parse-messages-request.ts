@@ -46,6 +46,7 @@ function convertToolChoice(
     case 'auto':
       return 'auto';
     case 'any':
+      if (tools.length === 0) throw invalidParameter('body.tool_choice', 'any needs body.tools');
       return 'required';
     case 'none':
       return 'none';

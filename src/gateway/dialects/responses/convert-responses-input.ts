@@ -101,11 +101,9 @@ function convertPart(part: unknown, path: string): ContentPart {
     case 'input_audio': {
       const audio = part.input_audio;
       if (!isObject(audio)) throw invalidParameter(`${path}.input_audio`, 'is required');
-      return {
-        type: 'audio',
-        data: requiredText(audio, 'data', `${path}.input_audio`),
-        format: requiredText(audio, 'format', `${path}.input_audio`),
-      };
+      const data = requiredText(audio, 'data', `${path}.input_audio`);
+      if (!isBase64(data)) throw invalidParameter(`${path}.input_audio.data`, 'must be base64 data');
+      return { type: 'audio', data, format: requiredText(audio, 'format', `${path}.input_audio`) };
     }
     default:
       if (part.type === undefined) throw invalidParameter(`${path}.type`, 'is required');

@@ -126,13 +126,15 @@ export const isContentUrl = (value: string): boolean =>
   value.startsWith('data:') || value.startsWith('https://') || value.startsWith('http://');
 
 /**
- * Standard base64 (RFC 4648's alphabet, padding at the end only); line breaks, which MIME encoders
- * add, are let through. Anchored and without nested repetition, so a multi-megabyte payload is
- * checked in one linear pass.
+ * Base64 as providers decode it: RFC 4648's alphabet or its URL-safe one, padding only at the end,
+ * whitespace (MIME encoders wrap lines) anywhere. The padding group starts with `=`, which the
+ * first class does not hold, so a failing match backtracks one character at a time: a
+ * multi-megabyte payload is refused in linear time, however it ends.
  */
-const BASE64 = /^[A-Za-z0-9+/\r\n]*={0,2}[\r\n]*$/;
+const BASE64 = /^[A-Za-z0-9+/_\-\s]*(?:=\s*){0,2}$/;
+const BASE64_DIGIT = /[A-Za-z0-9+/_-]/;
 
-export const isBase64 = (value: string): boolean => value.length > 0 && BASE64.test(value);
+export const isBase64 = (value: string): boolean => BASE64_DIGIT.test(value) && BASE64.test(value);
 
 /**
  * What is wrong with a content link, or null: it must be `http(s)://` or `data:` (see

@@ -164,7 +164,7 @@ export function createAnthropicMessagesAdapter(options: {
           } else if (event.type === 'message_stop') {
             // A stream that stops before message_start answered nothing: a bad answer to fail
             // over from, not a completed empty reply.
-            if (!identified) {
+            if (!identified && !guard.started) {
               throw new UpstreamError({
                 message: 'Upstream stream sent message_stop before message_start',
                 kind: 'invalid-response',

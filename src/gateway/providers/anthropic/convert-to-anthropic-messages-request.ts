@@ -6,6 +6,7 @@ import type {
   ReasoningOptions,
 } from '../../../spec/generation-request.js';
 import { UnsupportedRequestError } from '../../../spec/upstream-error.js';
+import { standardBase64 } from '../shared/base64-data.js';
 import { argumentsObject } from '../shared/function-arguments.js';
 
 type AnthropicSource =
@@ -59,24 +60,45 @@ function sourceFor(url: string, what: string): AnthropicSource {
   if (!url.startsWith('data:')) return { type: 'url', url };
   const parsed = parseDataUrl(url);
   if (!parsed) throw new UnsupportedRequestError(`The ${what} data URL is not base64-encoded`);
-  return { type: 'base64', media_type: parsed.mediaType, data: parsed.data };
+  return { type: 'base64', media_type: parsed.mediaType, data: standardBase64(parsed.data) };
 }
 
 /** The image types Anthropic's image blocks take. */
 const IMAGE_MEDIA_TYPES = new Set(['image/jpeg', 'image/png', 'image/gif', 'image/webp']);
 
+/**
+ * Inline data of the given media type as the block Anthropic takes it in: JPEG, PNG, GIF and WebP
+ * images as images, PDFs as documents (some clients put every attachment in image_url, others an
+ * image in a file part), plain text as a text document. Anything else cannot be carried.
+ */
+function inlineBlock(
+  source: Extract<AnthropicSource, { type: 'base64' }>,
+  givenType: string,
+  title: string | undefined,
+): AnthropicContentBlock {
+  const lowered = givenType.toLowerCase();
+  const mediaType = lowered === 'image/jpg' ? 'image/jpeg' : lowered;
+  const titled = title ? { title } : {};
+  if (IMAGE_MEDIA_TYPES.has(mediaType))
+    return { type: 'image', source: { ...source, media_type: mediaType } };
+  if (mediaType === 'application/pdf')
+    return { type: 'document', source: { ...source, media_type: mediaType }, ...titled };
+  if (mediaType === 'text/plain') {
+    // Plain-text documents travel as text, not base64: Anthropic's base64 documents are PDF only.
+    const data = Buffer.from(source.data, 'base64').toString();
+    return { type: 'document', source: { type: 'text', media_type: 'text/plain', data }, ...titled };
+  }
+  throw new UnsupportedRequestError(
+    mediaType.startsWith('image/')
+      ? `Anthropic accepts images of type image/jpeg, image/png, image/gif or image/webp, not ${givenType}`
+      : `Anthropic accepts inline files as images, PDF or plain text, not ${givenType}`,
+  );
+}
+
 function imageBlock(url: string): AnthropicContentBlock {
   const source = sourceFor(url, 'image');
   if (source.type !== 'base64') return { type: 'image', source };
-  const mediaType = source.media_type.toLowerCase();
-  // A PDF sent as an image (some clients put every attachment in image_url) is a document here.
-  if (mediaType === 'application/pdf') return { type: 'document', source };
-  if (!IMAGE_MEDIA_TYPES.has(mediaType)) {
-    throw new UnsupportedRequestError(
-      `Anthropic accepts images of type image/jpeg, image/png, image/gif or image/webp, not ${source.media_type}`,
-    );
-  }
-  return { type: 'image', source: { ...source, media_type: mediaType } };
+  return inlineBlock(source, source.media_type, undefined);
 }
 
 /** What Anthropic allows in a tool_use id (and so in a tool_result's tool_use_id). */
@@ -103,17 +125,9 @@ function convertPart(part: ContentPart): AnthropicContentBlock | undefined {
     case 'image':
       return imageBlock(part.url);
     case 'file': {
-      let source = sourceFor(part.url, 'file');
-      // Plain-text documents travel as text, not base64: Anthropic's base64 documents are PDF only.
-      if (source.type === 'base64' && (part.mediaType ?? source.media_type) === 'text/plain') {
-        source = {
-          type: 'text',
-          media_type: 'text/plain',
-          data: Buffer.from(source.data, 'base64').toString(),
-        };
-      } else if (source.type === 'base64' && part.mediaType) {
-        source = { ...source, media_type: part.mediaType };
-      }
+      const source = sourceFor(part.url, 'file');
+      if (source.type === 'base64')
+        return inlineBlock(source, part.mediaType ?? source.media_type, part.filename);
       return { type: 'document', source, ...(part.filename ? { title: part.filename } : {}) };
     }
     case 'audio':

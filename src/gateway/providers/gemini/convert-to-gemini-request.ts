@@ -1,7 +1,9 @@
 import { pathTooDeepIn } from '../../../platform/json-depth.js';
 import type { ContentPart, GenerationRequest, InputItem } from '../../../spec/generation-request.js';
 import { UnsupportedRequestError } from '../../../spec/upstream-error.js';
+import { standardBase64 } from '../shared/base64-data.js';
 import { argumentsObject } from '../shared/function-arguments.js';
+import { meansNoTool } from '../shared/tool-choice.js';
 
 type GeminiPart =
   | { text: string }
@@ -41,7 +43,7 @@ function inlineData(url: string): GeminiPart {
   return {
     inlineData: {
       mimeType: mediaType || 'text/plain',
-      data: base64 ? payload : Buffer.from(text, 'utf8').toString('base64'),
+      data: base64 ? standardBase64(payload) : Buffer.from(text, 'utf8').toString('base64'),
     },
   };
 }
@@ -61,7 +63,7 @@ function convertPart(part: ContentPart): GeminiPart {
     case 'file':
       return byUrl(part.url, part.mediaType);
     case 'audio':
-      return { inlineData: { mimeType: `audio/${part.format}`, data: part.data } };
+      return { inlineData: { mimeType: `audio/${part.format}`, data: standardBase64(part.data) } };
   }
 }
 
@@ -206,7 +208,7 @@ export function convertToGeminiRequest(request: GenerationRequest): Record<strin
     ];
   }
   // Gemini refuses a function calling config without function declarations.
-  if (request.toolChoice !== undefined && request.tools?.length)
+  if (request.toolChoice !== undefined && (request.tools?.length || !meansNoTool(request.toolChoice)))
     body.toolConfig = toolConfig(request.toolChoice);
   const config = generationConfig(request);
   if (Object.keys(config).length > 0) body.generationConfig = config;

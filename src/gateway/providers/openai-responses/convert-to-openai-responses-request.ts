@@ -5,6 +5,7 @@ import type {
   ReasoningOptions,
 } from '../../../spec/generation-request.js';
 import { UnsupportedRequestError } from '../../../spec/upstream-error.js';
+import { meansNoTool } from '../shared/tool-choice.js';
 
 type ResponsesInputContent =
   | { type: 'input_text'; text: string }
@@ -107,7 +108,7 @@ export function convertToOpenAiResponsesRequest(
   }
   // As on chat completions, tool_choice and parallel_tool_calls go only with tools.
   const hasTools = (request.tools?.length ?? 0) > 0;
-  if (request.toolChoice !== undefined && hasTools) {
+  if (request.toolChoice !== undefined && (hasTools || !meansNoTool(request.toolChoice))) {
     body.tool_choice =
       typeof request.toolChoice === 'string'
         ? request.toolChoice
