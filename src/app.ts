@@ -24,7 +24,7 @@ import { createExporterHttp } from './broadcast/exporter-http.js';
 import { buildCatalog } from './catalog/catalog.js';
 import { catalogRoutes } from './catalog/catalog-routes.js';
 import type { Config } from './config/config-schema.js';
-import { invalidRequest } from './errors/app-error.js';
+import { AppError, invalidRequest } from './errors/app-error.js';
 import { installErrorRenderer, renderClientError, renderError } from './errors/error-renderer.js';
 import { chatCompletionsDialect } from './gateway/dialects/chat-completions/chat-completions-dialect.js';
 import { messagesDialect } from './gateway/dialects/messages/messages-dialect.js';
@@ -161,10 +161,31 @@ function publicUrl(app: FastifyInstance, config: Config): string {
  * nesting more than MAX_JSON_DEPTH levels is refused with a 400 naming where (src/platform/json-depth.ts):
  * serializing it, or any recursive walk of it, would overflow the stack.
  */
+/** Charsets a JSON body may declare: JSON travels as UTF-8 (RFC 8259), and ASCII is a subset of it. */
+const UTF8_CHARSETS = new Set(['utf-8', 'utf8', 'us-ascii']);
+
+/** The `charset` parameter of a Content-Type header, unquoted, or null when there is none. */
+function declaredCharset(contentType: string | undefined): string | null {
+  if (contentType === undefined || !contentType.includes('charset')) return null;
+  return /;\s*charset\s*=\s*"?([^";\s]*)"?/i.exec(contentType)?.[1] ?? null;
+}
+
 function parseJsonBodies(app: FastifyInstance): void {
   const parse = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
+    const charset = declaredCharset(request.headers['content-type']);
+    if (charset !== null && !UTF8_CHARSETS.has(charset.toLowerCase())) {
+      // The body is read as UTF-8: another charset's bytes would become other text, or U+FFFD.
+      done(
+        new AppError(
+          'unsupported_media_type',
+          `Content-Type charset ${charset} is not supported: send the JSON body as UTF-8`,
+        ),
+        undefined,
+      );
+      return;
+    }
     const text = body as string;
     if (request.method === 'DELETE' && text === '') {
       done(null, undefined);

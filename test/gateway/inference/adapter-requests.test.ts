@@ -414,6 +414,32 @@ describe('requests the upstream protocols would refuse', () => {
     assert.equal(wrapped.status, 200, wrapped.text);
   });
 
+  it('a JSON body declared in another charset than UTF-8 is a 415, not read as UTF-8', async () => {
+    const body = JSON.stringify({ model: ACME_MODEL, messages: [{ role: 'user', content: 'café' }] });
+    const send = (contentType: string) =>
+      gateway.request('POST', '/api/v1/chat/completions', {
+        key,
+        rawBody: body,
+        headers: { 'content-type': contentType },
+      });
+    const count = fake.requests.length;
+    for (const contentType of ['application/json; charset=utf-16', 'application/json;charset="ISO-8859-1"']) {
+      const reply = await send(contentType);
+      assert.equal(reply.status, 415, `${contentType}: ${reply.text}`);
+      assert.match(reply.body.error.message, /charset .* is not supported: send the JSON body as UTF-8/);
+    }
+    assert.equal(fake.requests.length, count, 'nothing was sent');
+    for (const contentType of [
+      'application/json; charset=UTF-8',
+      'application/json; charset="utf8"',
+      'application/json',
+    ]) {
+      const reply = await send(contentType);
+      assert.equal(reply.status, 200, `${contentType}: ${reply.text}`);
+      assert.equal(sent().messages[0].content, 'café');
+    }
+  });
+
   it('a stream that ends before its first chunk or message_start is a 502, not an empty answer', async () => {
     try {
       streamFrames = ['[DONE]'];
