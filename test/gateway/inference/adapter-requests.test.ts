@@ -3,11 +3,21 @@ import type { ServerResponse } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { type RecordedRequest, startFakeUpstream, writeSse } from '../../helpers/fake-upstream.js';
 import { expectError, startTestApp, type TestApp } from '../../helpers/test-app.js';
-import { ACME_MODEL, acmeCatalog, chatCompletion, createKey } from './harness.js';
+import {
+  ACME_MODEL,
+  acmeCatalog,
+  CLAUDE_LIKE_MODEL,
+  chatCompletion,
+  createKey,
+  EMBED_MODEL,
+  GEM_MODEL,
+  withClaudeLike,
+  withEmbeddings,
+  withGem,
+} from './harness.js';
 
-const CLAUDE_MODEL = 'claude-like/widget-3';
-const GEMINI_MODEL = 'gem/widget-4';
-const EMBED_MODEL = 'acme/embed-1';
+const CLAUDE_MODEL = CLAUDE_LIKE_MODEL;
+const GEMINI_MODEL = GEM_MODEL;
 
 const ANTHROPIC_ANSWER = JSON.stringify({
   id: 'msg_1',
@@ -38,26 +48,8 @@ describe('requests the upstream protocols would refuse', () => {
 
   before(async () => {
     fake = await startFakeUpstream();
-    const catalog = acmeCatalog(`${fake.url}/v1`);
-    catalog.providers.push(
-      {
-        slug: 'claude-like',
-        name: 'Claude-like',
-        base_url: `${fake.url}/v1`,
-        adapter: 'AnthropicMessageAdapter',
-      } as never,
-      {
-        slug: 'gem',
-        name: 'Gem',
-        base_url: `${fake.url}/v1beta`,
-        adapter: 'GoogleAIStudioGeminiAdapter',
-      } as never,
-    );
-    const base = catalog.models[0]!;
-    catalog.models.push(
-      { ...base, id: CLAUDE_MODEL, name: 'Claude-like Widget 3', provider: 'claude-like' },
-      { ...base, id: GEMINI_MODEL, name: 'Gem Widget 4', provider: 'gem' },
-      { ...base, id: EMBED_MODEL, name: 'Acme Embed 1', output_modalities: ['embeddings'] } as never,
+    const catalog = withEmbeddings(
+      withGem(withClaudeLike(acmeCatalog(`${fake.url}/v1`), `${fake.url}/v1`), `${fake.url}/v1beta`),
     );
     gateway = await startTestApp({
       config: {

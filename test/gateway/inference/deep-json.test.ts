@@ -3,7 +3,7 @@ import { after, before, describe, it } from 'node:test';
 import { MAX_JSON_DEPTH, pathTooDeep } from '../../../src/platform/json-depth.js';
 import { startFakeUpstream } from '../../helpers/fake-upstream.js';
 import { expectError, startTestApp, type TestApp } from '../../helpers/test-app.js';
-import { ACME_MODEL, acmeCatalog, chatCompletion, createKey, keyInfo } from './harness.js';
+import { ACME_MODEL, acmeCatalog, chatCompletion, createKey, keyInfo, withClaudeLike } from './harness.js';
 
 /** `{"a":{"a":…1…}}` nested `levels` deep, as text: deeper than this test's own JSON.stringify goes. */
 const deepObject = (levels: number) => `${'{"a":'.repeat(levels)}1${'}'.repeat(levels)}`;
@@ -29,19 +29,7 @@ describe('JSON nested deeper than the gateway walks (stack overflow: once a 500)
 
     before(async () => {
       fake = await startFakeUpstream();
-      const catalog = acmeCatalog(`${fake.url}/v1`);
-      catalog.providers.push({
-        slug: 'claude-like',
-        name: 'Claude-like',
-        base_url: `${fake.url}/v1`,
-        adapter: 'AnthropicMessageAdapter',
-      } as never);
-      catalog.models.push({
-        ...catalog.models[0]!,
-        id: 'claude-like/widget-3',
-        name: 'Claude-like Widget 3',
-        provider: 'claude-like',
-      });
+      const catalog = withClaudeLike(acmeCatalog(`${fake.url}/v1`), `${fake.url}/v1`);
       gateway = await startTestApp({
         config: {
           credits: { initial: 100 },

@@ -62,6 +62,62 @@ export function acmeCatalog(baseUrl: string) {
   };
 }
 
+type TestCatalog = ReturnType<typeof acmeCatalog>;
+
+/** A model like ACME_MODEL served through the real Anthropic Messages adapter. */
+export const CLAUDE_LIKE_MODEL = 'claude-like/widget-3';
+/** A model like ACME_MODEL served through the real Gemini adapter. */
+export const GEM_MODEL = 'gem/widget-4';
+/** An embeddings model of the acme provider. */
+export const EMBED_MODEL = 'acme/embed-1';
+
+/**
+ * Adds a provider of another protocol (its catalogue `adapter`) with one model like ACME_MODEL, so
+ * a test drives that adapter against a fake upstream at `baseUrl`. Give it a key in `providers`.
+ */
+function withProtocol(
+  catalog: TestCatalog,
+  provider: { slug: string; name: string; baseUrl: string; adapter: string },
+  model: { id: string; name: string },
+): TestCatalog {
+  const { baseUrl, ...rest } = provider;
+  catalog.providers.push({ ...rest, base_url: baseUrl } as never);
+  catalog.models.push({
+    ...(catalog.models[0] as TestCatalog['models'][number]),
+    ...model,
+    provider: provider.slug,
+  });
+  return catalog;
+}
+
+/** CLAUDE_LIKE_MODEL at `baseUrl` (the provider `claude-like`), speaking Anthropic Messages. */
+export const withClaudeLike = (catalog: TestCatalog, baseUrl: string) =>
+  withProtocol(
+    catalog,
+    { slug: 'claude-like', name: 'Claude-like', baseUrl, adapter: 'AnthropicMessageAdapter' },
+    { id: CLAUDE_LIKE_MODEL, name: 'Claude-like Widget 3' },
+  );
+
+/** GEM_MODEL at `baseUrl` (the provider `gem`), speaking Gemini's generateContent. */
+export const withGem = (catalog: TestCatalog, baseUrl: string) =>
+  withProtocol(
+    catalog,
+    { slug: 'gem', name: 'Gem', baseUrl, adapter: 'GoogleAIStudioGeminiAdapter' },
+    { id: GEM_MODEL, name: 'Gem Widget 4' },
+  );
+
+/** EMBED_MODEL, an embeddings model of the acme provider. */
+export function withEmbeddings(catalog: TestCatalog): TestCatalog {
+  const base = catalog.models[0] as TestCatalog['models'][number];
+  catalog.models.push({
+    ...base,
+    id: EMBED_MODEL,
+    name: 'Acme Embed 1',
+    output_modalities: ['embeddings'],
+  } as never);
+  return catalog;
+}
+
 /**
  * The gateway's bound on prompt tokens for plain text messages (generation-service.ts
  * `promptTokenBound`): UTF-8 bytes of each text part + 4, + 16, with `instructions` counted whole.

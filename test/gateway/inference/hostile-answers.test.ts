@@ -9,11 +9,14 @@ import {
   chatCompletion,
   chatStreamFrames,
   createKey,
+  EMBED_MODEL,
+  GEM_MODEL,
   generationId,
+  withEmbeddings,
+  withGem,
 } from './harness.js';
 
-const GEMINI_MODEL = 'gem/widget-4';
-const EMBED_MODEL = 'acme/embed-1';
+const GEMINI_MODEL = GEM_MODEL;
 
 /**
  * Inputs and upstream answers that a fuzzing run through the real adapters (not the demo provider)
@@ -28,19 +31,7 @@ describe('client input and upstream answers that once cost a 500', () => {
 
   before(async () => {
     fake = await startFakeUpstream();
-    const catalog = acmeCatalog(`${fake.url}/v1`);
-    catalog.providers.push({
-      slug: 'gem',
-      name: 'Gem',
-      base_url: `${fake.url}/v1beta`,
-      adapter: 'GoogleAIStudioGeminiAdapter',
-    } as never);
-    catalog.models.push({ ...catalog.models[0]!, id: GEMINI_MODEL, name: 'Gem Widget 4', provider: 'gem' }, {
-      ...catalog.models[0]!,
-      id: EMBED_MODEL,
-      name: 'Acme Embed 1',
-      output_modalities: ['embeddings'],
-    } as never);
+    const catalog = withEmbeddings(withGem(acmeCatalog(`${fake.url}/v1`), `${fake.url}/v1beta`));
     gateway = await startTestApp({
       config: {
         credits: { initial: 100 },

@@ -12,6 +12,7 @@ import {
   keyInfo,
   sseData,
   waitFor,
+  withClaudeLike,
 } from './harness.js';
 
 /**
@@ -27,21 +28,14 @@ describe('hostile upstreams and careless clients', () => {
   before(async () => {
     [fake, second] = await Promise.all([startFakeUpstream(), startFakeUpstream()]);
     const catalog = acmeCatalog(`${fake.url}/v1`);
-    catalog.providers.push({ slug: 'beta', name: 'Beta', base_url: `${second.url}/v1` }, {
-      slug: 'claude-like',
-      name: 'Claude-like',
-      base_url: `${second.url}/v1`,
-      adapter: 'AnthropicMessageAdapter',
-    } as never);
-    catalog.models.push(
-      { ...catalog.models[0]!, id: 'beta/widget-2', name: 'Beta Widget 2', provider: 'beta' },
-      {
-        ...catalog.models[0]!,
-        id: 'claude-like/widget-3',
-        name: 'Claude-like Widget 3',
-        provider: 'claude-like',
-      },
-    );
+    catalog.providers.push({ slug: 'beta', name: 'Beta', base_url: `${second.url}/v1` });
+    catalog.models.push({
+      ...catalog.models[0]!,
+      id: 'beta/widget-2',
+      name: 'Beta Widget 2',
+      provider: 'beta',
+    });
+    withClaudeLike(catalog, `${second.url}/v1`);
     gateway = await startTestApp({
       config: {
         credits: { initial: 100 },
