@@ -276,6 +276,14 @@ describe('requests the upstream protocols would refuse', () => {
     const largest = await chat(ACME_MODEL, { seed: Number.MAX_SAFE_INTEGER, top_k: 2 ** 31 - 1 });
     assert.equal(largest.status, 200, largest.text);
     assert.equal(sent().seed, Number.MAX_SAFE_INTEGER);
+    // Gemini reads a 32-bit seed: a larger one is refused for it, and its bounds go through.
+    const gemini = await chat(GEMINI_MODEL, { seed: 2 ** 31 });
+    assert.match(expectError(gemini, 400), /Gemini takes a 32-bit seed, not 2147483648/);
+    for (const seed of [2 ** 31 - 1, -(2 ** 31)]) {
+      const fits = await chat(GEMINI_MODEL, { seed });
+      assert.equal(fits.status, 200, fits.text);
+      assert.equal(sent().generationConfig.seed, seed);
+    }
   });
 
   it('base64 data that is not base64 is a 400 naming the field, on every surface', async () => {

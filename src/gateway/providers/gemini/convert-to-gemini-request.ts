@@ -23,6 +23,9 @@ interface GeminiContent {
  */
 const UNKNOWN_MEDIA_TYPE = 'application/octet-stream';
 
+/** The largest seed Gemini takes (an int32). */
+const MAX_GEMINI_SEED = 2_147_483_647;
+
 const isObject = (value: unknown): value is Record<string, unknown> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
@@ -161,7 +164,13 @@ function generationConfig(request: GenerationRequest): Record<string, unknown> {
   if (request.topP !== undefined) config.topP = request.topP;
   if (request.topK !== undefined) config.topK = request.topK;
   if (request.stop?.length) config.stopSequences = request.stop;
-  if (request.seed !== undefined) config.seed = request.seed;
+  if (request.seed !== undefined) {
+    // Gemini reads the seed as a 32-bit integer and refuses a larger one; routing may move on to a
+    // protocol that takes it.
+    if (request.seed > MAX_GEMINI_SEED || request.seed < -MAX_GEMINI_SEED - 1)
+      throw new UnsupportedRequestError(`Gemini takes a 32-bit seed, not ${request.seed}`);
+    config.seed = request.seed;
+  }
   const format = request.responseFormat;
   if (format?.type === 'json_object' || format?.type === 'json_schema') {
     config.responseMimeType = 'application/json';
