@@ -154,13 +154,6 @@ function publicUrl(app: FastifyInstance, config: Config): string {
   return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
 }
 
-/**
- * Fastify's JSON parser (prototype poisoning refused), with two changes. Many HTTP clients send
- * `Content-Type: application/json` on every request, DELETE included, with no body: Fastify refuses
- * an empty JSON body, and a DELETE has nothing to parse, so it gets no body instead. And a body
- * nesting more than MAX_JSON_DEPTH levels is refused with a 400 naming where (src/platform/json-depth.ts):
- * serializing it, or any recursive walk of it, would overflow the stack.
- */
 /** Charsets a JSON body may declare: JSON travels as UTF-8 (RFC 8259), and ASCII is a subset of it. */
 const UTF8_CHARSETS = new Set(['utf-8', 'utf8', 'us-ascii']);
 
@@ -170,6 +163,14 @@ function declaredCharset(contentType: string | undefined): string | null {
   return /;\s*charset\s*=\s*"?([^";\s]*)"?/i.exec(contentType)?.[1] ?? null;
 }
 
+/**
+ * Fastify's JSON parser (prototype poisoning refused), with three changes. Many HTTP clients send
+ * `Content-Type: application/json` on every request, DELETE included, with no body: Fastify refuses
+ * an empty JSON body, and a DELETE has nothing to parse, so it gets no body instead. And a body
+ * nesting more than MAX_JSON_DEPTH levels is refused with a 400 naming where (src/platform/json-depth.ts):
+ * serializing it, or any recursive walk of it, would overflow the stack. A body declared in a
+ * charset other than UTF-8 is a 415: it is read as UTF-8.
+ */
 function parseJsonBodies(app: FastifyInstance): void {
   const parse = app.getDefaultJsonParser('error', 'error');
   app.removeContentTypeParser('application/json');

@@ -3,7 +3,7 @@ import type { ContentPart, GenerationRequest, InputItem } from '../../../spec/ge
 import { UnsupportedRequestError } from '../../../spec/upstream-error.js';
 import { standardBase64 } from '../shared/base64-data.js';
 import { argumentsObject } from '../shared/function-arguments.js';
-import { meansNoTool } from '../shared/tool-choice.js';
+import { sendsToolChoice } from '../shared/tool-choice.js';
 
 type GeminiPart =
   | { text: string }
@@ -217,8 +217,7 @@ export function convertToGeminiRequest(request: GenerationRequest): Record<strin
     ];
   }
   // Gemini refuses a function calling config without function declarations.
-  if (request.toolChoice !== undefined && (request.tools?.length || !meansNoTool(request.toolChoice)))
-    body.toolConfig = toolConfig(request.toolChoice);
+  if (sendsToolChoice(request)) body.toolConfig = toolConfig(request.toolChoice);
   const config = generationConfig(request);
   if (Object.keys(config).length > 0) body.generationConfig = config;
   return body;

@@ -1,6 +1,6 @@
 import type { ContentPart, GenerationRequest, InputItem } from '../../../spec/generation-request.js';
 import { UnsupportedRequestError } from '../../../spec/upstream-error.js';
-import { meansNoTool } from '../shared/tool-choice.js';
+import { hasTools, sendsToolChoice } from '../shared/tool-choice.js';
 
 type OpenAiContentPart =
   | { type: 'text'; text: string }
@@ -118,14 +118,13 @@ export function convertToOpenAiChatRequest(
   }
   // OpenAI refuses tool_choice and parallel_tool_calls without tools ("only allowed when tools
   // are specified"); without tools `auto` and `none` mean the same as leaving them out.
-  const hasTools = (request.tools?.length ?? 0) > 0;
-  if (request.toolChoice !== undefined && (hasTools || !meansNoTool(request.toolChoice))) {
+  if (sendsToolChoice(request)) {
     body.tool_choice =
       typeof request.toolChoice === 'string'
         ? request.toolChoice
         : { type: 'function', function: { name: request.toolChoice.name } };
   }
-  if (request.parallelToolCalls !== undefined && hasTools)
+  if (request.parallelToolCalls !== undefined && hasTools(request))
     body.parallel_tool_calls = request.parallelToolCalls;
   if (request.maxOutputTokens !== undefined) body[options.maxTokensField] = request.maxOutputTokens;
   if (request.temperature !== undefined) body.temperature = request.temperature;

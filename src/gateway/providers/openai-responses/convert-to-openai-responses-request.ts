@@ -5,7 +5,7 @@ import type {
   ReasoningOptions,
 } from '../../../spec/generation-request.js';
 import { UnsupportedRequestError } from '../../../spec/upstream-error.js';
-import { meansNoTool } from '../shared/tool-choice.js';
+import { hasTools, sendsToolChoice } from '../shared/tool-choice.js';
 
 type ResponsesInputContent =
   | { type: 'input_text'; text: string }
@@ -107,14 +107,13 @@ export function convertToOpenAiResponsesRequest(
     }));
   }
   // As on chat completions, tool_choice and parallel_tool_calls go only with tools.
-  const hasTools = (request.tools?.length ?? 0) > 0;
-  if (request.toolChoice !== undefined && (hasTools || !meansNoTool(request.toolChoice))) {
+  if (sendsToolChoice(request)) {
     body.tool_choice =
       typeof request.toolChoice === 'string'
         ? request.toolChoice
         : { type: 'function', name: request.toolChoice.name };
   }
-  if (request.parallelToolCalls !== undefined && hasTools)
+  if (request.parallelToolCalls !== undefined && hasTools(request))
     body.parallel_tool_calls = request.parallelToolCalls;
   if (request.maxOutputTokens !== undefined) body.max_output_tokens = request.maxOutputTokens;
   if (request.temperature !== undefined) body.temperature = request.temperature;
