@@ -159,7 +159,8 @@ const UTF8_CHARSETS = new Set(['utf-8', 'utf8', 'us-ascii']);
 
 /** The `charset` parameter of a Content-Type header, unquoted, or null when there is none. */
 function declaredCharset(contentType: string | undefined): string | null {
-  if (contentType === undefined || !contentType.includes('charset')) return null;
+  // Parameter names are case-insensitive (RFC 9110): `Charset=` counts too.
+  if (contentType === undefined || !contentType.includes(';')) return null;
   return /;\s*charset\s*=\s*"?([^";\s]*)"?/i.exec(contentType)?.[1] ?? null;
 }
 

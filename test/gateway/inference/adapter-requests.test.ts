@@ -423,7 +423,11 @@ describe('requests the upstream protocols would refuse', () => {
         headers: { 'content-type': contentType },
       });
     const count = fake.requests.length;
-    for (const contentType of ['application/json; charset=utf-16', 'application/json;charset="ISO-8859-1"']) {
+    for (const contentType of [
+      'application/json; charset=utf-16',
+      'application/json;charset="ISO-8859-1"',
+      'application/json; Charset=UTF-16',
+    ]) {
       const reply = await send(contentType);
       assert.equal(reply.status, 415, `${contentType}: ${reply.text}`);
       assert.match(reply.body.error.message, /charset .* is not supported: send the JSON body as UTF-8/);
