@@ -6,7 +6,6 @@ import { ConfigError, loadConfig } from './config/load-config.js';
 import { applyHeapGrowth } from './platform/heap-growth.js';
 import { lowerHelperThreads } from './platform/helper-threads.js';
 import { applyParallelScavenge } from './platform/parallel-scavenge.js';
-import { applyPretenuring } from './platform/pretenuring.js';
 import { capYoungGeneration } from './platform/young-generation.js';
 
 const help = `switchyard — self-hosted model gateway
@@ -32,7 +31,6 @@ class UsageError extends Error {}
 async function serve(config: Config): Promise<void> {
   applyHeapGrowth(config.heap_growth_percent);
   const scavenge = applyParallelScavenge(config.parallel_scavenge);
-  const pretenuring = applyPretenuring(config.allocation_site_pretenuring);
   const youngCap = capYoungGeneration(config.young_generation_mb);
   // Before the app starts its own threads (SQLite, delivery): those keep the priority they choose.
   const helpers = lowerHelperThreads(config.helper_thread_niceness);
@@ -49,7 +47,6 @@ async function serve(config: Config): Promise<void> {
       { setting: config.sqlite_thread, thread: services.storage.sqliteThread !== null },
       services.storage.sqliteThread ? 'SQLite runs in its own thread' : 'SQLite runs on the event loop',
     );
-  if (pretenuring) app.log.info({ flag: pretenuring }, 'allocation-site pretenuring off');
   if (youngCap) app.log.info({ megabytes: config.young_generation_mb }, 'young generation capped');
   let closing = false;
   const shutdown = (signal: string) => {

@@ -204,19 +204,6 @@ describe('loadConfig', () => {
         /parallel_scavenge/,
       );
       configError(() => loadConfig({ SWITCHYARD_CONFIG: file('sqlite_thread: 2\n') }), /sqlite_thread/);
-      configError(
-        () => loadConfig({ SWITCHYARD_CONFIG: file('allocation_site_pretenuring: auto\n') }),
-        /allocation_site_pretenuring/,
-      );
-    });
-
-    it('takes allocation_site_pretenuring as false (the default) or true', () => {
-      assert.equal(loadConfig({}).allocation_site_pretenuring, false);
-      assert.equal(
-        loadConfig({ SWITCHYARD_CONFIG: file('allocation_site_pretenuring: true\n') })
-          .allocation_site_pretenuring,
-        true,
-      );
     });
 
     it('takes sqlite_thread as auto (the default), true or false', () => {

@@ -133,12 +133,6 @@ export const ConfigSchema = Type.Object(
      */
     parallel_scavenge: Type.Union([Type.Literal('auto'), Type.Boolean()]),
     /**
-     * V8's allocation-site pretenuring (objects of sites whose objects mostly survive a scavenge are
-     * allocated straight in the old generation); `false` turns it off at start, as the gateway's
-     * objects are request-scoped. See src/platform/pretenuring.ts.
-     */
-    allocation_site_pretenuring: Type.Boolean(),
-    /**
      * The young generation (V8's new space) stops growing at this many megabytes, as V8 reports its
      * size; `0` leaves V8's own growth (to 32 MB under load). See src/platform/young-generation.ts.
      */
@@ -258,7 +252,6 @@ export const defaultConfig: Static<typeof ConfigSchema> = {
   heap_growth_percent: 20,
   helper_thread_niceness: 10,
   parallel_scavenge: 'auto',
-  allocation_site_pretenuring: false,
   young_generation_mb: 8,
   sqlite_background_checkpoint: true,
   sqlite_thread: 'auto',
