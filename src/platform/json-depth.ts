@@ -9,13 +9,42 @@ export const MAX_JSON_DEPTH = 128;
 
 const isContainer = (value: unknown): value is object => typeof value === 'object' && value !== null;
 
+/** Depths up to this are checked by recursion first: it allocates nothing and its stack stays small. */
+const MAX_RECURSIVE_DEPTH = 1_000;
+
+/**
+ * Whether `node` (at `depth`) or anything inside it is an array or object deeper than `maxDepth`.
+ * The recursion stops at `maxDepth + 1` levels, so it is safe for any input within the bound. It may
+ * visit inherited enumerable keys as well (`for…in`), which only makes it answer true more often:
+ * a true is confirmed by `pathTooDeep`'s own walk.
+ */
+function nestsDeeper(node: object, depth: number, maxDepth: number): boolean {
+  if (depth > maxDepth) return true;
+  if (Array.isArray(node)) {
+    for (let item = 0; item < node.length; item += 1) {
+      const child: unknown = node[item];
+      if (isContainer(child) && nestsDeeper(child, depth + 1, maxDepth)) return true;
+    }
+    return false;
+  }
+  const record = node as Record<string, unknown>;
+  for (const key in record) {
+    const child = record[key];
+    if (isContainer(child) && nestsDeeper(child, depth + 1, maxDepth)) return true;
+  }
+  return false;
+}
+
 /**
  * The keys down to the first array or object of `value` nested more than `maxDepth` levels deep
- * (`value` itself is level 1), or null when none is. Breadth-first and iterative, so it is safe on
- * any depth, and it visits arrays and objects only: a long conversation of strings costs little.
+ * (`value` itself is level 1), or null when none is. Most values are within the bound: a recursion
+ * bounded by it answers those without allocating. Past it (or for a bound too large to recurse to),
+ * a breadth-first iterative walk, safe on any depth, finds the path. Both visit arrays and objects
+ * only: a long conversation of strings costs little.
  */
 export function pathTooDeep(value: unknown, maxDepth = MAX_JSON_DEPTH): string[] | null {
   if (!isContainer(value)) return null;
+  if (maxDepth <= MAX_RECURSIVE_DEPTH && !nestsDeeper(value, 1, maxDepth)) return null;
   const nodes: object[] = [value];
   const depths: number[] = [1];
   const parents: number[] = [-1];

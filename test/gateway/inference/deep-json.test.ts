@@ -22,6 +22,24 @@ describe('JSON nested deeper than the gateway walks (stack overflow: once a 500)
     assert.equal(pathTooDeep('text'), null);
   });
 
+  it('pathTooDeep answers alike on its quick check and its walk: wide values, mixed nesting, large bounds', () => {
+    // Wide and within the bound: 2,000 siblings, each 127 levels of objects and arrays mixed.
+    const branch = JSON.parse(`{"a":[${deepObject(MAX_JSON_DEPTH - 3)}]}`);
+    const wide = Array.from({ length: 2_000 }, () => branch);
+    assert.equal(pathTooDeep(wide), null);
+    // The last sibling one level deeper is found, with its index in the path.
+    const deeper = [...wide, JSON.parse(`{"a":[${deepObject(MAX_JSON_DEPTH - 2)}]}`)];
+    assert.deepEqual(pathTooDeep(deeper)?.slice(0, 3), ['2000', 'a', '0']);
+    // An inherited enumerable key is not the value's own: the quick check may see it, the answer does not.
+    const inherited = Object.create({ deep: JSON.parse(deepArray(MAX_JSON_DEPTH + 5)) }) as object;
+    assert.equal(pathTooDeep({ own: inherited }), null);
+    // A bound beyond what the quick check recurses to still answers, by the walk alone.
+    assert.equal(pathTooDeep(JSON.parse(deepArray(1_500)), 1_400)?.length, 1_400);
+    assert.equal(pathTooDeep(JSON.parse(deepArray(1_400)), 1_400), null);
+    // Small bounds (destination configs use 9).
+    assert.equal(pathTooDeep({ a: { b: 1 } }, 2), null);
+    assert.deepEqual(pathTooDeep({ a: { b: {} } }, 2), ['a', 'b']);
+  });
   describe('through the gateway', () => {
     let fake: Awaited<ReturnType<typeof startFakeUpstream>>;
     let gateway: TestApp;
