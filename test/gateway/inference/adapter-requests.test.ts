@@ -6,6 +6,7 @@ import { expectError, startTestApp, type TestApp } from '../../helpers/test-app.
 import {
   ACME_MODEL,
   acmeCatalog,
+  anthropicMessage,
   CLAUDE_LIKE_MODEL,
   chatCompletion,
   createKey,
@@ -16,18 +17,7 @@ import {
   withGem,
 } from './harness.js';
 
-const CLAUDE_MODEL = CLAUDE_LIKE_MODEL;
-const GEMINI_MODEL = GEM_MODEL;
-
-const ANTHROPIC_ANSWER = JSON.stringify({
-  id: 'msg_1',
-  type: 'message',
-  role: 'assistant',
-  model: 'widget-3',
-  content: [{ type: 'text', text: 'ok' }],
-  stop_reason: 'end_turn',
-  usage: { input_tokens: 3, output_tokens: 1 },
-});
+const ANTHROPIC_ANSWER = anthropicMessage('ok');
 const GEMINI_ANSWER = JSON.stringify({
   candidates: [{ content: { role: 'model', parts: [{ text: 'ok' }] }, finishReason: 'STOP' }],
   usageMetadata: { promptTokenCount: 3, candidatesTokenCount: 1, totalTokenCount: 4 },
@@ -110,7 +100,7 @@ describe('requests the upstream protocols would refuse', () => {
       ...ids.map((id) => ({ role: 'tool', tool_call_id: id, content: 'sunny' })),
     ];
     const ids = ['functions.get_weather:0', 'functions.get_weather_0', 'call_ok-1'];
-    const reply = await chat(CLAUDE_MODEL, { messages: conversation(ids), tools: [tool()] });
+    const reply = await chat(CLAUDE_LIKE_MODEL, { messages: conversation(ids), tools: [tool()] });
     assert.equal(reply.status, 200, reply.text);
     const [, assistant, results] = sent().messages;
     const uses = assistant.content.map((block: { id: string }) => block.id);
@@ -123,10 +113,10 @@ describe('requests the upstream protocols would refuse', () => {
   });
 
   it("a tool schema without a type becomes Anthropic's object schema; another type is a 400", async () => {
-    const reply = await chat(CLAUDE_MODEL, { tools: [tool({})] });
+    const reply = await chat(CLAUDE_LIKE_MODEL, { tools: [tool({})] });
     assert.equal(reply.status, 200, reply.text);
     assert.deepEqual(sent().tools[0].input_schema, { type: 'object' });
-    const described = await chat(CLAUDE_MODEL, {
+    const described = await chat(CLAUDE_LIKE_MODEL, {
       tools: [tool({ properties: { city: { type: 'string' } } })],
     });
     assert.equal(described.status, 200, described.text);
@@ -136,7 +126,7 @@ describe('requests the upstream protocols would refuse', () => {
     });
 
     const count = fake.requests.length;
-    const refused = await chat(CLAUDE_MODEL, { tools: [tool({ type: 'string' })] });
+    const refused = await chat(CLAUDE_LIKE_MODEL, { tools: [tool({ type: 'string' })] });
     assert.match(expectError(refused, 400), /tool "get_weather"'s parameters to be an object schema/);
     assert.equal(fake.requests.length, count, 'nothing was sent');
   });
@@ -145,39 +135,39 @@ describe('requests the upstream protocols would refuse', () => {
     const image = (url: string) => ({
       messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url } }] }],
     });
-    const pdf = await chat(CLAUDE_MODEL, image('data:application/pdf;base64,JVBERi0='));
+    const pdf = await chat(CLAUDE_LIKE_MODEL, image('data:application/pdf;base64,JVBERi0='));
     assert.equal(pdf.status, 200, pdf.text);
     assert.deepEqual(sent().messages[0].content[0], {
       type: 'document',
       source: { type: 'base64', media_type: 'application/pdf', data: 'JVBERi0=' },
     });
-    const png = await chat(CLAUDE_MODEL, image('data:IMAGE/PNG;base64,iVBORw0K'));
+    const png = await chat(CLAUDE_LIKE_MODEL, image('data:IMAGE/PNG;base64,iVBORw0K'));
     assert.equal(png.status, 200, png.text);
     assert.equal(sent().messages[0].content[0].source.media_type, 'image/png');
 
-    const upperPdf = await chat(CLAUDE_MODEL, image('data:Application/PDF;base64,JVBERi0='));
+    const upperPdf = await chat(CLAUDE_LIKE_MODEL, image('data:Application/PDF;base64,JVBERi0='));
     assert.equal(upperPdf.status, 200, upperPdf.text);
     assert.equal(sent().messages[0].content[0].source.media_type, 'application/pdf');
-    const jpg = await chat(CLAUDE_MODEL, image('data:image/jpg;base64,/9j/'));
+    const jpg = await chat(CLAUDE_LIKE_MODEL, image('data:image/jpg;base64,/9j/'));
     assert.equal(jpg.status, 200, jpg.text);
     assert.equal(sent().messages[0].content[0].source.media_type, 'image/jpeg');
     // An image sent as a file is an image block, not a document Anthropic would refuse.
     const file = (data: string) => ({
       messages: [{ role: 'user', content: [{ type: 'file', file: { filename: 'x', file_data: data } }] }],
     });
-    const imageFile = await chat(CLAUDE_MODEL, file('data:image/png;base64,iVBORw0K'));
+    const imageFile = await chat(CLAUDE_LIKE_MODEL, file('data:image/png;base64,iVBORw0K'));
     assert.equal(imageFile.status, 200, imageFile.text);
     assert.deepEqual(sent().messages[0].content[0], {
       type: 'image',
       source: { type: 'base64', media_type: 'image/png', data: 'iVBORw0K' },
     });
-    const zip = await chat(CLAUDE_MODEL, file('data:application/zip;base64,UEsDBA=='));
+    const zip = await chat(CLAUDE_LIKE_MODEL, file('data:application/zip;base64,UEsDBA=='));
     assert.match(
       expectError(zip, 400),
       /Anthropic accepts inline files as images, PDF or plain text, not application\/zip/,
     );
 
-    const svg = await chat(CLAUDE_MODEL, image('data:image/svg+xml;base64,PHN2Zz4='));
+    const svg = await chat(CLAUDE_LIKE_MODEL, image('data:image/svg+xml;base64,PHN2Zz4='));
     assert.match(
       expectError(svg, 400),
       /image\/jpeg, image\/png, image\/gif or image\/webp, not image\/svg\+xml/,
@@ -185,20 +175,20 @@ describe('requests the upstream protocols would refuse', () => {
   });
 
   it('a temperature above 1 is refused for Anthropic with its range, and taken by other protocols', async () => {
-    const refused = await chat(CLAUDE_MODEL, { temperature: 1.5 });
+    const refused = await chat(CLAUDE_LIKE_MODEL, { temperature: 1.5 });
     assert.match(expectError(refused, 400), /Anthropic accepts a temperature from 0 to 1, not 1.5/);
-    const one = await chat(CLAUDE_MODEL, { temperature: 1 });
+    const one = await chat(CLAUDE_LIKE_MODEL, { temperature: 1 });
     assert.equal(one.status, 200, one.text);
     assert.equal(sent().temperature, 1);
     // With a fallback that takes it, routing moves on instead of refusing.
-    const fallback = await chat(CLAUDE_MODEL, { temperature: 1.5, models: [ACME_MODEL] });
+    const fallback = await chat(CLAUDE_LIKE_MODEL, { temperature: 1.5, models: [ACME_MODEL] });
     assert.equal(fallback.status, 200, fallback.text);
     assert.equal(sent().temperature, 1.5);
     assert.equal(sent().model, 'widget-1');
   });
 
   it('a conversation with only a system prompt is a 400 for Anthropic and Gemini', async () => {
-    for (const model of [CLAUDE_MODEL, GEMINI_MODEL]) {
+    for (const model of [CLAUDE_LIKE_MODEL, GEM_MODEL]) {
       const count = fake.requests.length;
       const reply = await chat(model, {
         messages: [
@@ -220,13 +210,13 @@ describe('requests the upstream protocols would refuse', () => {
     assert.equal((await chat(ACME_MODEL, extra)).status, 200);
     assert.equal(sent().tool_choice, undefined);
     assert.equal(sent().parallel_tool_calls, undefined);
-    assert.equal((await chat(GEMINI_MODEL, extra)).status, 200);
+    assert.equal((await chat(GEM_MODEL, extra)).status, 200);
     assert.equal(sent().toolConfig, undefined);
     // With tools they travel.
     assert.equal((await chat(ACME_MODEL, { ...extra, tools: [tool()] })).status, 200);
     assert.equal(sent().tool_choice, 'none');
     assert.equal(sent().parallel_tool_calls, false);
-    assert.equal((await chat(GEMINI_MODEL, { ...extra, tools: [tool()] })).status, 200);
+    assert.equal((await chat(GEM_MODEL, { ...extra, tools: [tool()] })).status, 200);
     assert.deepEqual(sent().toolConfig, { functionCallingConfig: { mode: 'NONE' } });
   });
 
@@ -236,7 +226,7 @@ describe('requests the upstream protocols would refuse', () => {
     assert.equal(chatRequired.status, 400, chatRequired.text);
     assert.match(chatRequired.text, /body\.tool_choice/);
     const messagesAny = await post('/api/v1/messages', {
-      model: CLAUDE_MODEL,
+      model: CLAUDE_LIKE_MODEL,
       max_tokens: 10,
       messages: [{ role: 'user', content: 'hi' }],
       tool_choice: { type: 'any' },
@@ -259,7 +249,7 @@ describe('requests the upstream protocols would refuse', () => {
       '/api/v1/chat/completions': { model: ACME_MODEL, messages: [{ role: 'user', content: 'hi' }] },
       '/api/v1/responses': { model: ACME_MODEL, input: 'hi' },
       '/api/v1/messages': {
-        model: CLAUDE_MODEL,
+        model: CLAUDE_LIKE_MODEL,
         max_tokens: 10,
         messages: [{ role: 'user', content: 'hi' }],
       },
@@ -277,10 +267,10 @@ describe('requests the upstream protocols would refuse', () => {
     assert.equal(largest.status, 200, largest.text);
     assert.equal(sent().seed, Number.MAX_SAFE_INTEGER);
     // Gemini reads a 32-bit seed: a larger one is refused for it, and its bounds go through.
-    const gemini = await chat(GEMINI_MODEL, { seed: 2 ** 31 });
+    const gemini = await chat(GEM_MODEL, { seed: 2 ** 31 });
     assert.match(expectError(gemini, 400), /Gemini takes a 32-bit seed, not 2147483648/);
     for (const seed of [2 ** 31 - 1, -(2 ** 31)]) {
-      const fits = await chat(GEMINI_MODEL, { seed });
+      const fits = await chat(GEM_MODEL, { seed });
       assert.equal(fits.status, 200, fits.text);
       assert.equal(sent().generationConfig.seed, seed);
     }
@@ -344,7 +334,7 @@ describe('requests the upstream protocols would refuse', () => {
       [
         '/api/v1/messages',
         {
-          model: CLAUDE_MODEL,
+          model: CLAUDE_LIKE_MODEL,
           max_tokens: 10,
           messages: [
             {
@@ -392,12 +382,12 @@ describe('requests the upstream protocols would refuse', () => {
     assert.equal(fake.requests.length, count, 'nothing was sent');
     // The URL-safe alphabet and line breaks are base64 too; Anthropic and Gemini get it standard.
     const urlSafe = 'data:image/png;base64,iVBO\r\nRw0K-_8=';
-    const anthropic = await chat(CLAUDE_MODEL, {
+    const anthropic = await chat(CLAUDE_LIKE_MODEL, {
       messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: urlSafe } }] }],
     });
     assert.equal(anthropic.status, 200, anthropic.text);
     assert.equal(sent().messages[0].content[0].source.data, 'iVBORw0K+/8=');
-    const gemini = await chat(GEMINI_MODEL, {
+    const gemini = await chat(GEM_MODEL, {
       messages: [{ role: 'user', content: [{ type: 'image_url', image_url: { url: urlSafe } }] }],
     });
     assert.equal(gemini.status, 200, gemini.text);
@@ -455,13 +445,13 @@ describe('requests the upstream protocols would refuse', () => {
       fake.handle((request, response) => {
         void writeSse(response, request.url.includes('/v1beta/') ? [GEMINI_ANSWER] : ['[DONE]']);
       });
-      const fallback = await chat(ACME_MODEL, { stream: true, models: [GEMINI_MODEL] });
+      const fallback = await chat(ACME_MODEL, { stream: true, models: [GEM_MODEL] });
       fake.handle((request, response) => answer(request, response));
       assert.equal(fallback.status, 200, fallback.text);
       assert.match(fallback.text, /"content":"ok"/);
 
       streamFrames = [JSON.stringify({ type: 'message_stop' })];
-      const stopped = await chat(CLAUDE_MODEL, { stream: true });
+      const stopped = await chat(CLAUDE_LIKE_MODEL, { stream: true });
       assert.equal(stopped.status, 502, stopped.text);
       assert.match(stopped.body.error.message, /message_stop before message_start/);
       // An upstream that leaves out message_start but streams content still answers.
@@ -470,7 +460,7 @@ describe('requests the upstream protocols would refuse', () => {
         JSON.stringify({ type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'hi' } }),
         JSON.stringify({ type: 'message_stop' }),
       ];
-      const headless = await chat(CLAUDE_MODEL, { stream: true });
+      const headless = await chat(CLAUDE_LIKE_MODEL, { stream: true });
       assert.equal(headless.status, 200, headless.text);
       assert.match(headless.text, /"content":"hi"/);
       assert.doesNotMatch(headless.text, /error/);

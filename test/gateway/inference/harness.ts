@@ -152,6 +152,19 @@ export function chatCompletion(text: string, usage: OpenAiUsage = usageOf(10, 5)
   });
 }
 
+/** A non-streamed Anthropic Messages answer (what `withClaudeLike`'s endpoint answers with). */
+export function anthropicMessage(text: string, usage = { input_tokens: 3, output_tokens: 1 }, id = 'msg_1') {
+  return JSON.stringify({
+    id,
+    type: 'message',
+    role: 'assistant',
+    model: 'widget-3',
+    content: [{ type: 'text', text }],
+    stop_reason: 'end_turn',
+    usage,
+  });
+}
+
 /** One `chat.completion.chunk` as SSE data (without the `data: ` prefix). */
 export function chatChunk(delta: Record<string, unknown>, finishReason: string | null = null, id = 'up-s') {
   return JSON.stringify({
