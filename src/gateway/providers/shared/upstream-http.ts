@@ -54,92 +54,13 @@ export function createUpstreamHttp(options: { connectionsPerOrigin?: number } = 
   });
 
   /**
-   * Sends one POST; `handler` sees the response. The call's signal aborts it at any point: a call
-   * still queued for a connection is aborted when it starts, and `onAbortBeforeStart` is told at
-   * once, so the caller need not wait for a connection to fail. The signal's listener goes when the
-   * response ends or fails.
-   */
-  function dispatch(
-    call: UpstreamPost,
-    handler: Required<
-      Pick<
-        Dispatcher.DispatchHandler,
-        'onResponseStart' | 'onResponseData' | 'onResponseEnd' | 'onResponseError'
-      >
-    >,
-    onAbortBeforeStart: (reason: unknown) => void,
-  ): void {
-    const { signal } = call;
-    const target = targetOf(call.url);
-    let controller: Dispatcher.DispatchController | null = null;
-    // The error undici is aborted with only ends the call: toUpstreamError reads the signal's reason.
-    const aborted = () =>
-      signal.reason instanceof Error ? signal.reason : new Error('The request was aborted');
-    const onAbort = () => {
-      if (controller) controller.abort(aborted());
-      else onAbortBeforeStart(signal.reason);
-    };
-    signal.addEventListener('abort', onAbort, { once: true });
-    agent.dispatch(
-      {
-        origin: target.origin,
-        path: target.path,
-        method: 'POST',
-        headers: { 'content-type': 'application/json', ...call.headers },
-        body: call.body,
-        headersTimeout: call.headersTimeoutMs,
-        bodyTimeout: call.idleTimeoutMs,
-      },
-      {
-        onRequestStart(started) {
-          controller = started;
-          if (signal.aborted) started.abort(aborted());
-        },
-        // An informational 1xx (103 Early Hints) comes before the real answer: not the reply.
-        onResponseStart(current, status, headers, message) {
-          if (status >= 200) handler.onResponseStart(current, status, headers, message);
-        },
-        onResponseData: handler.onResponseData,
-        onResponseEnd(current, trailers) {
-          signal.removeEventListener('abort', onAbort);
-          handler.onResponseEnd(current, trailers);
-        },
-        onResponseError(current, error) {
-          signal.removeEventListener('abort', onAbort);
-          handler.onResponseError(current, error);
-        },
-      },
-    );
-  }
-
-  /**
    * A POST whose whole reply is wanted (non-streamed calls). A 2xx reply is capped at
    * MAX_REPLY_BYTES (an UpstreamError past it); an error reply longer than MAX_ERROR_BODY is
    * answered without its text.
    */
   function postForText(call: UpstreamPost): Promise<UpstreamText> {
     return new Promise<UpstreamText>((resolve, reject) => {
-      const { settle } = settleOnce(resolve, reject, call.signal);
-      if (call.signal.aborted) {
-        settle({ error: call.signal.reason });
-        return;
-      }
-      const reading = readWhole(MAX_REPLY_BYTES);
-      try {
-        dispatch(
-          call,
-          {
-            onResponseStart: (_controller, status, headers) => reading.start(status, headers),
-            onResponseData: (controller, chunk) => reading.data(controller, chunk),
-            onResponseEnd: () => settle({ reply: reading.reply() }),
-            onResponseError: (_controller, error) =>
-              settle(reading.answeredError() ? { reply: reading.reply() } : { error }),
-          },
-          (reason) => settle({ error: reason }),
-        );
-      } catch (error) {
-        settle({ error });
-      }
+      new TextCall(call.signal, resolve, reject).send(agent, call);
     });
   }
 
@@ -152,116 +73,7 @@ export function createUpstreamHttp(options: { connectionsPerOrigin?: number } = 
    */
   function postForEvents(call: UpstreamPost): Promise<UpstreamEvents | UpstreamText> {
     return new Promise<UpstreamEvents | UpstreamText>((resolve, reject) => {
-      const { signal } = call;
-      const opening = settleOnce(resolve, reject, signal);
-      const open = opening.settle;
-      if (signal.aborted) {
-        open({ error: signal.reason });
-        return;
-      }
-      /** Set for a non-2xx answer, whose body is read whole. */
-      let reading: ReturnType<typeof readWhole> | null = null;
-      let controller: Dispatcher.DispatchController | null = null;
-      const queue: EventSourceMessage[] = [];
-      let head = 0;
-      let ended = false;
-      let failure: unknown = null;
-      let paused = false;
-      let wake: (() => void) | null = null;
-      const feed = createServerSentEventReader((event) => queue.push(event));
-      const fail = (error: unknown) => {
-        if (!opening.settled) open({ error });
-        else if (failure === null) {
-          failure = error;
-          wake?.();
-        }
-      };
-
-      async function* events(): AsyncGenerator<EventSourceMessage> {
-        try {
-          while (true) {
-            if (head < queue.length) {
-              const event = queue[head] as EventSourceMessage;
-              head += 1;
-              if (head === queue.length) {
-                queue.length = 0;
-                head = 0;
-                if (paused) {
-                  paused = false;
-                  controller?.resume();
-                }
-              } else if (head >= 1_024 && head * 2 >= queue.length) {
-                // Read events are let go in blocks, so a reader that always lags a little behind
-                // does not keep a long stream whole.
-                queue.splice(0, head);
-                head = 0;
-              }
-              yield event;
-            } else if (failure !== null) {
-              throw toUpstreamError(failure, signal);
-            } else if (ended) {
-              return;
-            } else {
-              await new Promise<void>((resume) => {
-                wake = resume;
-              });
-              wake = null;
-            }
-          }
-        } finally {
-          // Stopping early (client gone, first-token timeout) must release the upstream connection.
-          if (!ended && failure === null) {
-            failure = new Error('The stream was closed by its reader');
-            controller?.abort(failure as Error);
-          }
-        }
-      }
-
-      try {
-        dispatch(
-          call,
-          {
-            onResponseStart(current, status, headers) {
-              controller = current;
-              if (status >= 400) {
-                reading = readWhole(MAX_ERROR_BODY);
-                reading.start(status, headers);
-              } else open({ reply: { status, headers, events: events() } });
-            },
-            onResponseData(current, chunk) {
-              if (reading) {
-                reading.data(current, chunk);
-                return;
-              }
-              try {
-                feed(chunk);
-              } catch (error) {
-                current.abort(error as Error);
-                return;
-              }
-              if (!paused && queue.length - head >= MAX_QUEUED_EVENTS) {
-                paused = true;
-                current.pause();
-              }
-              wake?.();
-            },
-            onResponseEnd() {
-              if (reading) open({ reply: reading.reply() });
-              else {
-                ended = true;
-                wake?.();
-              }
-            },
-            onResponseError(_controller, error) {
-              if (reading?.answeredError()) open({ reply: reading.reply() });
-              else fail(error);
-            },
-          },
-          (reason) => fail(reason),
-        );
-      } catch (error) {
-        fail(error);
-      }
+      new EventsCall(call.signal, resolve, reject).send(agent, call);
     });
   }
 
@@ -270,20 +82,240 @@ export function createUpstreamHttp(options: { connectionsPerOrigin?: number } = 
 
 export type UpstreamHttp = ReturnType<typeof createUpstreamHttp>;
 
-/** A call's promise settled once: later outcomes are ignored, a failure becomes an UpstreamError. */
-function settleOnce<T>(resolve: (value: T) => void, reject: (error: unknown) => void, signal: CancelSignal) {
-  let settled = false;
-  return {
-    get settled() {
-      return settled;
-    },
-    settle(outcome: { reply: T } | { error: unknown }): void {
-      if (settled) return;
-      settled = true;
-      if ('reply' in outcome) resolve(outcome.reply);
-      else reject(toUpstreamError(outcome.error, signal));
-    },
+/** The error undici is aborted with; it only ends the call, as toUpstreamError reads the signal's reason. */
+const abortError = (signal: CancelSignal): Error =>
+  signal.reason instanceof Error ? signal.reason : new Error('The request was aborted');
+
+/**
+ * One POST through undici's `dispatch`, and the handler undici calls for it. Its callbacks are
+ * methods, so a call costs one object where a handler of closures cost about 1.7 KB per call, which
+ * a call in flight keeps alive through every young-generation collection (docs/performance.md,
+ * session 26). The call's signal aborts it at any point: a call still queued for a connection is
+ * aborted when it starts, and `failed` is told at once, so the caller need not wait for a connection
+ * to fail. The signal's listener goes when the response ends or fails. The call's promise settles
+ * once: later outcomes are ignored, and a failure becomes an UpstreamError.
+ */
+abstract class UpstreamCall<T> implements Dispatcher.DispatchHandler {
+  protected controller: Dispatcher.DispatchController | null = null;
+  protected settled = false;
+  private readonly onAbort = () => {
+    if (this.controller) this.controller.abort(abortError(this.signal));
+    else this.failed(this.signal.reason);
   };
+
+  constructor(
+    protected readonly signal: CancelSignal,
+    private readonly resolve: (value: T) => void,
+    private readonly reject: (error: unknown) => void,
+  ) {}
+
+  /** Sends `call`; a call whose signal already fired, or that cannot be sent, fails at once. */
+  send(agent: Agent, call: UpstreamPost): void {
+    if (this.signal.aborted) {
+      this.failed(this.signal.reason);
+      return;
+    }
+    try {
+      const target = targetOf(call.url);
+      this.signal.addEventListener('abort', this.onAbort, { once: true });
+      agent.dispatch(
+        {
+          origin: target.origin,
+          path: target.path,
+          method: 'POST',
+          headers: { 'content-type': 'application/json', ...call.headers },
+          body: call.body,
+          headersTimeout: call.headersTimeoutMs,
+          bodyTimeout: call.idleTimeoutMs,
+        },
+        this,
+      );
+    } catch (error) {
+      this.failed(error);
+    }
+  }
+
+  protected succeed(value: T): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.resolve(value);
+  }
+
+  protected fail(error: unknown): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.reject(toUpstreamError(error, this.signal));
+  }
+
+  /** The call failed: before it started (its signal, or it could not be sent) or while reading. */
+  protected abstract failed(error: unknown): void;
+  /** The response's final status and headers (an informational 1xx, such as 103 Early Hints, is not). */
+  protected abstract started(
+    controller: Dispatcher.DispatchController,
+    status: number,
+    headers: IncomingHttpHeaders,
+  ): void;
+  abstract onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void;
+  protected abstract ended(): void;
+  /** The response failed after it started; `failed` unless the subclass answers otherwise. */
+  protected abstract broke(error: Error): void;
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (this.signal.aborted) controller.abort(abortError(this.signal));
+  }
+
+  onResponseStart(
+    controller: Dispatcher.DispatchController,
+    status: number,
+    headers: IncomingHttpHeaders,
+  ): void {
+    if (status >= 200) this.started(controller, status, headers);
+  }
+
+  onResponseEnd(): void {
+    this.signal.removeEventListener('abort', this.onAbort);
+    this.ended();
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    this.signal.removeEventListener('abort', this.onAbort);
+    this.broke(error);
+  }
+}
+
+/** `postForText`'s call: the reply read whole. */
+class TextCall extends UpstreamCall<UpstreamText> {
+  private readonly reading = new WholeReply(MAX_REPLY_BYTES);
+
+  protected failed(error: unknown): void {
+    this.fail(error);
+  }
+
+  protected started(
+    _controller: Dispatcher.DispatchController,
+    status: number,
+    headers: IncomingHttpHeaders,
+  ) {
+    this.reading.start(status, headers);
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    this.reading.data(controller, chunk);
+  }
+
+  protected ended(): void {
+    this.succeed(this.reading.reply());
+  }
+
+  protected broke(error: Error): void {
+    if (this.reading.answeredError()) this.succeed(this.reading.reply());
+    else this.fail(error);
+  }
+}
+
+/** `postForEvents`' call: a 2xx reply's SSE events queued for its reader, an error reply read whole. */
+class EventsCall extends UpstreamCall<UpstreamEvents | UpstreamText> {
+  /** Set for a non-2xx answer, whose body is read whole. */
+  private reading: WholeReply | null = null;
+  private readonly queue: EventSourceMessage[] = [];
+  private head = 0;
+  private bodyEnded = false;
+  private failure: unknown = null;
+  private paused = false;
+  private wake: (() => void) | null = null;
+  private readonly feed = createServerSentEventReader((event) => this.queue.push(event));
+
+  protected failed(error: unknown): void {
+    if (!this.settled) this.fail(error);
+    else if (this.failure === null) {
+      this.failure = error;
+      this.wake?.();
+    }
+  }
+
+  private async *events(): AsyncGenerator<EventSourceMessage> {
+    const queue = this.queue;
+    try {
+      while (true) {
+        if (this.head < queue.length) {
+          const event = queue[this.head] as EventSourceMessage;
+          this.head += 1;
+          if (this.head === queue.length) {
+            queue.length = 0;
+            this.head = 0;
+            if (this.paused) {
+              this.paused = false;
+              this.controller?.resume();
+            }
+          } else if (this.head >= 1_024 && this.head * 2 >= queue.length) {
+            // Read events are let go in blocks, so a reader that always lags a little behind does
+            // not keep a long stream whole.
+            queue.splice(0, this.head);
+            this.head = 0;
+          }
+          yield event;
+        } else if (this.failure !== null) {
+          throw toUpstreamError(this.failure, this.signal);
+        } else if (this.bodyEnded) {
+          return;
+        } else {
+          await new Promise<void>((resume) => {
+            this.wake = resume;
+          });
+          this.wake = null;
+        }
+      }
+    } finally {
+      // Stopping early (client gone, first-token timeout) must release the upstream connection.
+      if (!this.bodyEnded && this.failure === null) {
+        this.failure = new Error('The stream was closed by its reader');
+        this.controller?.abort(this.failure as Error);
+      }
+    }
+  }
+
+  protected started(
+    _controller: Dispatcher.DispatchController,
+    status: number,
+    headers: IncomingHttpHeaders,
+  ) {
+    if (status >= 400) {
+      this.reading = new WholeReply(MAX_ERROR_BODY);
+      this.reading.start(status, headers);
+    } else this.succeed({ status, headers, events: this.events() });
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.reading) {
+      this.reading.data(controller, chunk);
+      return;
+    }
+    try {
+      this.feed(chunk);
+    } catch (error) {
+      controller.abort(error as Error);
+      return;
+    }
+    if (!this.paused && this.queue.length - this.head >= MAX_QUEUED_EVENTS) {
+      this.paused = true;
+      controller.pause();
+    }
+    this.wake?.();
+  }
+
+  protected ended(): void {
+    if (this.reading) this.succeed(this.reading.reply());
+    else {
+      this.bodyEnded = true;
+      this.wake?.();
+    }
+  }
+
+  protected broke(error: Error): void {
+    if (this.reading?.answeredError()) this.succeed(this.reading.reply());
+    else this.failed(error);
+  }
 }
 
 /**
@@ -291,54 +323,59 @@ function settleOnce<T>(resolve: (value: T) => void, reject: (error: unknown) => 
  * UpstreamError; an error reply is ended early and answered without its text (a prefix of a huge
  * error page says nothing useful).
  */
-function readWhole(limit: number) {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  let status = 0;
-  let headers: IncomingHttpHeaders = {};
-  let truncated = false;
-  return {
-    /**
-     * Whether the call failed after an error status arrived (its body over the cap, or cut): it
-     * answers with that status and no text, as the status and its Retry-After say what matters.
-     */
-    answeredError(): boolean {
-      if (status < 400) return false;
-      chunks.length = 0;
-      truncated = true;
-      return true;
-    },
-    start(statusCode: number, responseHeaders: IncomingHttpHeaders) {
-      status = statusCode;
-      headers = responseHeaders;
-      if (statusCode >= 400) limit = Math.min(limit, MAX_ERROR_BODY);
-    },
-    data(controller: Dispatcher.DispatchController, chunk: Buffer) {
-      if (truncated) return;
-      if (size + chunk.length > limit) {
-        if (status >= 400) {
-          chunks.length = 0;
-          truncated = true;
-          controller.abort(new Error('error body over its cap'));
-        } else {
-          controller.abort(
-            new UpstreamError({
-              message: `Upstream response exceeds ${limit} bytes`,
-              kind: 'invalid-response',
-            }),
-          );
-        }
-        return;
+class WholeReply {
+  private readonly chunks: Buffer[] = [];
+  private size = 0;
+  private status = 0;
+  private headers: IncomingHttpHeaders = {};
+  private truncated = false;
+
+  constructor(private limit: number) {}
+
+  /**
+   * Whether the call failed after an error status arrived (its body over the cap, or cut): it
+   * answers with that status and no text, as the status and its Retry-After say what matters.
+   */
+  answeredError(): boolean {
+    if (this.status < 400) return false;
+    this.chunks.length = 0;
+    this.truncated = true;
+    return true;
+  }
+
+  start(status: number, headers: IncomingHttpHeaders): void {
+    this.status = status;
+    this.headers = headers;
+    if (status >= 400) this.limit = Math.min(this.limit, MAX_ERROR_BODY);
+  }
+
+  data(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.truncated) return;
+    if (this.size + chunk.length > this.limit) {
+      if (this.status >= 400) {
+        this.chunks.length = 0;
+        this.truncated = true;
+        controller.abort(new Error('error body over its cap'));
+      } else {
+        controller.abort(
+          new UpstreamError({
+            message: `Upstream response exceeds ${this.limit} bytes`,
+            kind: 'invalid-response',
+          }),
+        );
       }
-      size += chunk.length;
-      chunks.push(chunk);
-    },
-    reply(): UpstreamText {
-      const text =
-        chunks.length === 1 ? (chunks[0] as Buffer).toString('utf8') : Buffer.concat(chunks).toString('utf8');
-      return { status, headers, text };
-    },
-  };
+      return;
+    }
+    this.size += chunk.length;
+    this.chunks.push(chunk);
+  }
+
+  reply(): UpstreamText {
+    const chunks = this.chunks;
+    const text =
+      chunks.length === 1 ? (chunks[0] as Buffer).toString('utf8') : Buffer.concat(chunks).toString('utf8');
+    return { status: this.status, headers: this.headers, text };
+  }
 }
 
 /** Upstream URLs split for `dispatch`; they come from the catalogue and config, so the cache stays small. */
