@@ -1,6 +1,7 @@
 import type { AdapterCall, ProviderAdapter } from '../../../spec/provider-adapter.js';
 import type { GenerationResult, StreamPart } from '../../../spec/stream-part.js';
 import { UpstreamError } from '../../../spec/upstream-error.js';
+import { baseUrlOf, perTarget } from '../shared/per-target.js';
 import { parseUpstreamJson } from '../shared/server-sent-events.js';
 import { guardStream } from '../shared/stream-guard.js';
 import { openUpstream, requestUpstreamJson, type UpstreamHttp } from '../shared/upstream-http.js';
@@ -40,12 +41,16 @@ export function createAnthropicMessagesAdapter(options: {
   http: UpstreamHttp;
   version?: string;
 }): ProviderAdapter {
-  const url = (call: AdapterCall) => `${call.target.baseUrl.replace(/\/+$/, '')}/messages`;
-  const headersFor = (call: AdapterCall): Record<string, string> => ({
-    ...(call.target.apiKey ? { 'x-api-key': call.target.apiKey } : {}),
-    'anthropic-version': options.version ?? ANTHROPIC_VERSION,
-    ...call.target.headers,
-  });
+  const urlOf = perTarget((target) => `${baseUrlOf(target)}/messages`);
+  const url = (call: AdapterCall) => urlOf(call.target);
+  const headersOf = perTarget(
+    (target): Record<string, string> => ({
+      ...(target.apiKey ? { 'x-api-key': target.apiKey } : {}),
+      'anthropic-version': options.version ?? ANTHROPIC_VERSION,
+      ...target.headers,
+    }),
+  );
+  const headersFor = (call: AdapterCall) => headersOf(call.target);
 
   return {
     protocol: 'anthropic-messages',

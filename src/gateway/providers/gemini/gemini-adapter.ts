@@ -2,6 +2,7 @@ import type { AdapterCall, ProviderAdapter } from '../../../spec/provider-adapte
 import type { GenerationResult, StreamPart } from '../../../spec/stream-part.js';
 import { UpstreamError } from '../../../spec/upstream-error.js';
 import { emptyUsage, type Usage } from '../../../spec/usage.js';
+import { baseUrlOf, perTarget } from '../shared/per-target.js';
 import { parseUpstreamJson } from '../shared/server-sent-events.js';
 import { guardStream } from '../shared/stream-guard.js';
 import {
@@ -22,17 +23,18 @@ import {
 } from './gemini-api.js';
 import { mapGeminiFinishReason } from './map-gemini-finish-reason.js';
 
-function headersFor(call: AdapterCall): Record<string, string> {
-  return {
-    ...(call.target.apiKey ? { 'x-goog-api-key': call.target.apiKey } : {}),
-    ...call.target.headers,
-  };
-}
+const headersOf = perTarget(
+  (target): Record<string, string> => ({
+    ...(target.apiKey ? { 'x-goog-api-key': target.apiKey } : {}),
+    ...target.headers,
+  }),
+);
+const headersFor = (call: AdapterCall) => headersOf(call.target);
 
 /** `${baseUrl}/models/${model}:${method}`; a model id written as `models/…` is accepted too. */
 function urlFor(call: AdapterCall, method: 'generateContent' | 'streamGenerateContent?alt=sse'): string {
   const model = call.request.model.replace(/^models\//, '');
-  return `${call.target.baseUrl.replace(/\/+$/, '')}/models/${model}:${method}`;
+  return `${baseUrlOf(call.target)}/models/${model}:${method}`;
 }
 
 /** A non-2xx reply as an UpstreamError, with the retry delay Google puts in the body, not a header. */

@@ -3,6 +3,7 @@ import type { AdapterCall, ProviderAdapter } from '../../../spec/provider-adapte
 import type { GenerationResult, StreamPart } from '../../../spec/stream-part.js';
 import { UpstreamError } from '../../../spec/upstream-error.js';
 import { emptyUsage, type Usage } from '../../../spec/usage.js';
+import { baseUrlOf, bearerHeadersOf, perTarget } from '../shared/per-target.js';
 import { parseUpstreamJson } from '../shared/server-sent-events.js';
 import { guardStream } from '../shared/stream-guard.js';
 import { openUpstream, requestUpstreamJson, type UpstreamHttp } from '../shared/upstream-http.js';
@@ -16,12 +17,8 @@ import {
 } from './openai-chat-api.js';
 import { embedWithOpenAi, type OpenAiEmbeddingsOptions } from './openai-embeddings.js';
 
-function headersFor(call: Pick<AdapterCall, 'target'>): Record<string, string> {
-  return {
-    ...(call.target.apiKey ? { authorization: `Bearer ${call.target.apiKey}` } : {}),
-    ...call.target.headers,
-  };
-}
+const headersFor = (call: Pick<AdapterCall, 'target'>) => bearerHeadersOf(call.target);
+const chatUrlOf = perTarget((target) => `${baseUrlOf(target)}/chat/completions`);
 
 /**
  * OpenAI chat completions, and the OpenAI-compatible family that most providers of the catalogue
@@ -38,7 +35,7 @@ export function createOpenAiChatAdapter(
   const embeddingSettings: OpenAiEmbeddingsOptions = {
     embeddingInputType: options.embeddingInputType ?? true,
   };
-  const url = (call: AdapterCall) => `${call.target.baseUrl.replace(/\/+$/, '')}/chat/completions`;
+  const url = (call: AdapterCall) => chatUrlOf(call.target);
 
   return {
     protocol: 'openai-chat',

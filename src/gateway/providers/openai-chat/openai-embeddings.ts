@@ -1,6 +1,7 @@
 import type { EmbedCall, EmbeddingRequest, EmbeddingResult } from '../../../spec/embedding.js';
 import { UpstreamError } from '../../../spec/upstream-error.js';
 import { emptyUsage } from '../../../spec/usage.js';
+import { baseUrlOf, perTarget } from '../shared/per-target.js';
 import { requestUpstreamJson, type UpstreamHttp } from '../shared/upstream-http.js';
 import { readOpenAiStreamError, readOpenAiUsage } from './openai-chat-api.js';
 
@@ -78,6 +79,8 @@ export function readOpenAiEmbeddings(reply: unknown, inputCount: number): Embedd
   };
 }
 
+const embeddingsUrlOf = perTarget((target) => `${baseUrlOf(target)}/embeddings`);
+
 /**
  * One `POST {baseUrl}/embeddings` call, read whole like a non-streamed generation.
  */
@@ -89,7 +92,7 @@ export async function embedWithOpenAi(options: {
 }): Promise<EmbeddingResult> {
   const { call } = options;
   const reply = await requestUpstreamJson(options.http, call, {
-    url: `${call.target.baseUrl.replace(/\/+$/, '')}/embeddings`,
+    url: embeddingsUrlOf(call.target),
     headers: options.headers,
     body: JSON.stringify(convertToOpenAiEmbeddingsRequest(call.request, options.settings)),
     signal: call.signal,

@@ -2,6 +2,7 @@ import type { AdapterCall, ProviderAdapter } from '../../../spec/provider-adapte
 import type { GenerationResult, StreamPart } from '../../../spec/stream-part.js';
 import { UpstreamError } from '../../../spec/upstream-error.js';
 import { emptyUsage } from '../../../spec/usage.js';
+import { baseUrlOf, bearerHeadersOf, perTarget } from '../shared/per-target.js';
 import { parseUpstreamJson } from '../shared/server-sent-events.js';
 import { guardStream } from '../shared/stream-guard.js';
 import { openUpstream, requestUpstreamJson, type UpstreamHttp } from '../shared/upstream-http.js';
@@ -17,6 +18,8 @@ import {
   readOpenAiResponsesStreamEvent,
   statusForOpenAiResponsesError,
 } from './openai-responses-api.js';
+
+const responsesUrlOf = perTarget((target) => `${baseUrlOf(target)}/responses`);
 
 /** Separate reasoning summaries read as paragraphs, in one reasoning text. */
 const REASONING_SEPARATOR = '\n\n';
@@ -45,11 +48,8 @@ function finishOf(response: OpenAiResponseView, hasFunctionCalls: boolean) {
  * response.completed, response.incomplete or response.failed) into parts.
  */
 export function createOpenAiResponsesAdapter(options: { http: UpstreamHttp }): ProviderAdapter {
-  const url = (call: AdapterCall) => `${call.target.baseUrl.replace(/\/+$/, '')}/responses`;
-  const headersFor = (call: AdapterCall): Record<string, string> => ({
-    ...(call.target.apiKey ? { authorization: `Bearer ${call.target.apiKey}` } : {}),
-    ...call.target.headers,
-  });
+  const url = (call: AdapterCall) => responsesUrlOf(call.target);
+  const headersFor = (call: AdapterCall) => bearerHeadersOf(call.target);
 
   return {
     protocol: 'openai-responses',
