@@ -96,6 +96,18 @@ export function refusal(
     : null;
 }
 
+/** A reservation of the memory store: the counters it holds until it is settled (null after). */
+class MemoryReservation implements Reservation {
+  readonly store = 'memory';
+  constructor(
+    readonly amountNanos: number,
+    readonly scopeIds: readonly string[],
+    /** The store that made it: another memory store (the Redis store's fallback, say) leaves it alone. */
+    readonly madeBy: object,
+    public counters: Counter[] | null,
+  ) {}
+}
+
 interface Counter {
   value: number;
   /** Reservations not yet settled: a counter holding some is never dropped for idleness. */
@@ -116,8 +128,9 @@ export function createMemorySpendCounters(options: { now: () => number; idleTtlM
   const idleTtlMs = options.idleTtlMs ?? IDLE_TTL_MS;
   const counters = new Map<string, Counter>();
   // Settle goes to the counter objects reserved, not to ids: a counter dropped and re-created in
-  // between is left alone, like an expired Redis key.
-  const pending = new WeakMap<Reservation, { amountNanos: number; counters: Counter[] }>();
+  // between is left alone, like an expired Redis key. The reservation carries them (no WeakMap
+  // entry per request for the collector to trace), and only this store settles its own.
+  const store = {};
   let sweptAt = Number.NEGATIVE_INFINITY;
 
   const isStale = (counter: Counter, now: number) =>
@@ -145,7 +158,8 @@ export function createMemorySpendCounters(options: { now: () => number; idleTtlM
       const now = options.now();
       sweep(now);
       const current = scopes.map((scope) => live(scope.id, now));
-      for (const [index, scope] of scopes.entries()) {
+      for (let index = 0; index < scopes.length; index++) {
+        const scope = scopes[index] as SpendScope;
         // Never below what storage knows was spent: a counter that missed spend (a budget deleted
         // and set again, a guardrail re-assigned) would otherwise let it be spent twice.
         const value = Math.max(current[index]?.value ?? scope.baseNanos, scope.baseNanos);
@@ -168,23 +182,24 @@ export function createMemorySpendCounters(options: { now: () => number; idleTtlM
         counter.touchedAt = now;
         return counter;
       });
-      const reservation: Reservation = {
-        store: 'memory',
+      const reservation = new MemoryReservation(
         amountNanos,
-        scopeIds: scopes.map((scope) => scope.id),
-      };
-      pending.set(reservation, { amountNanos, counters: reserved });
+        scopes.map((scope) => scope.id),
+        store,
+        reserved,
+      );
       return { ok: true, reservation };
     },
 
     async settle(reservation, actualNanos) {
       checkSettleArguments(actualNanos);
-      const entry = pending.get(reservation);
-      if (!entry) return;
-      pending.delete(reservation);
+      if (!(reservation instanceof MemoryReservation) || reservation.madeBy !== store) return;
+      const reserved = reservation.counters;
+      if (!reserved) return;
+      reservation.counters = null;
       const now = options.now();
-      for (const counter of entry.counters) {
-        counter.value = Math.max(0, counter.value + actualNanos - entry.amountNanos);
+      for (const counter of reserved) {
+        counter.value = Math.max(0, counter.value + actualNanos - reservation.amountNanos);
         counter.outstanding -= 1;
         counter.touchedAt = now;
       }

@@ -241,6 +241,19 @@ describe('memory spend counters over time', () => {
     assert.equal(await counters.peek(next.id), 10_000);
   });
 
+  it("settles only its own reservations: another store's is left alone", async () => {
+    const first = createMemorySpendCounters({ now: () => 0 });
+    const second = createMemorySpendCounters({ now: () => 0 });
+    const credits = scope('credits', 10_000);
+    const reservation = reservationOf(await first.reserve([credits], 5_000));
+    reservationOf(await second.reserve([credits], 3_000));
+    await second.settle(reservation, 0);
+    assert.equal(await second.peek('credits'), 3_000);
+    assert.equal(await first.peek('credits'), 5_000);
+    await first.settle(reservation, 1_000);
+    assert.equal(await first.peek('credits'), 1_000);
+  });
+
   it('drops a lifetime counter idle for a day, but never one with an outstanding reservation', async () => {
     let now = Date.parse('2026-11-22T12:00:00Z');
     const counters = createMemorySpendCounters({ now: () => now });
