@@ -266,8 +266,12 @@ export function createAttemptPlanner(options: {
       const used = input.request ? usedParameters(input.request) : [];
       const refusedModels: string[] = [];
       const maxOutput = input.request?.maxOutputTokens;
-      const excluded = new Map<string, number>();
-      const exclude = (reason: string) => excluded.set(reason, (excluded.get(reason) ?? 0) + 1);
+      // Made on the first exclusion: most requests exclude nothing.
+      let excluded: Map<string, number> | null = null;
+      const exclude = (reason: string) => {
+        excluded ??= new Map();
+        excluded.set(reason, (excluded.get(reason) ?? 0) + 1);
+      };
       let totalEndpoints = 0;
 
       const groups = models.map((model) => {
@@ -364,6 +368,8 @@ export function createAttemptPlanner(options: {
       const sort = typeof provider.sort === 'string' ? { by: provider.sort } : provider.sort;
       const partition = sort?.partition ?? 'model';
       const orderGroup = (group: Candidate[]): Candidate[] => {
+        // One candidate, or none, is its own order: each step below would keep it as it is.
+        if (group.length <= 1) return group;
         let ordered: Candidate[];
         if (provider.order?.length) {
           const rank = (candidate: Candidate) => {
@@ -407,11 +413,16 @@ export function createAttemptPlanner(options: {
         return ordered;
       };
 
-      let candidates = (
+      const ordered =
         partition === 'none' && sort
           ? orderGroup(groups.flat())
-          : groups.flatMap((group) => orderGroup(group))
-      ).flatMap((candidate) => withByok(candidate, input.byok ?? null));
+          : groups.length === 1
+            ? orderGroup(groups[0] as Candidate[])
+            : groups.flatMap((group) => orderGroup(group));
+      // Without BYOK credentials each candidate stands for itself.
+      const byok = input.byok ?? null;
+      let candidates =
+        byok && byok.size > 0 ? ordered.flatMap((candidate) => withByok(candidate, byok)) : ordered;
       if (input.stickyEndpointId) {
         const sticky = candidates.find(
           (candidate) =>
@@ -420,11 +431,13 @@ export function createAttemptPlanner(options: {
         if (sticky) candidates = [sticky, ...candidates.filter((candidate) => candidate !== sticky)];
       }
 
+      // Set in `exclude`, a closure, which narrowing does not follow.
+      const exclusions = excluded as Map<string, number> | null;
       if (
         candidates.length === 0 &&
         input.restrictions &&
-        [...excluded.keys()].every((reason) => reason === GUARDRAIL_REASON) &&
-        excluded.size > 0
+        exclusions !== null &&
+        [...exclusions.keys()].every((reason) => reason === GUARDRAIL_REASON)
       ) {
         const names = models.map((model) => `"${model.id}"`).join(', ');
         const why =
@@ -439,7 +452,9 @@ export function createAttemptPlanner(options: {
       }
       if (candidates.length === 0) {
         const names = models.map((model) => model.id).join(', ');
-        const reasons = [...excluded.entries()].map(([reason, count]) => `${count} excluded by ${reason}`);
+        const reasons = [...(exclusions ?? new Map<string, number>()).entries()].map(
+          ([reason, count]) => `${count} excluded by ${reason}`,
+        );
         const why = totalEndpoints === 0 ? 'the model has no endpoints' : reasons.join('; ');
         throw new AppError('not_found', `No endpoints available for ${names}: ${why}`, {
           metadata: { error_type: 'not_found' },
