@@ -60,6 +60,20 @@ const BUDGET_ORDER: BudgetInterval[] = ['lifetime', 'monthly', 'weekly', 'daily'
  * guardrail's limit, each in its current window. BYOK spend counts toward the key limit only with
  * `include_byok_in_limit` and toward budgets only with `include_byok_in_budgets`.
  */
+/** The refusals of the credits and key-limit scopes, the same for every request (made once). */
+const CREDITS_DENIAL: ScopeDenial = {
+  status: 402,
+  errorType: 'payment_required',
+  message: (needed, available) =>
+    `Insufficient credits: this request may cost up to $${nanosToUsd(needed)} but $${nanosToUsd(available)} remain. Add more with \`switchyard credits add <usd>\`, or send fewer max tokens.`,
+};
+const KEY_LIMIT_DENIAL: ScopeDenial = {
+  status: 402,
+  errorType: 'payment_required',
+  message: (needed, available) =>
+    `Key limit exceeded: this request may cost up to $${nanosToUsd(needed)} but the key has $${nanosToUsd(available)} left of its limit. Raise the key's limit, or send fewer max tokens.`,
+};
+
 export function spendScopes(
   key: CachedKey,
   credits: CreditBalance,
@@ -80,12 +94,7 @@ export function spendScopes(
       // credits cap what the account spends upstream, and a free request spends nothing.
       refuseWhenExhausted: false,
     });
-    denials.set('credits', {
-      status: 402,
-      errorType: 'payment_required',
-      message: (needed, available) =>
-        `Insufficient credits: this request may cost up to $${nanosToUsd(needed)} but $${nanosToUsd(available)} remain. Add more with \`switchyard credits add <usd>\`, or send fewer max tokens.`,
-    });
+    denials.set('credits', CREDITS_DENIAL);
   }
   const limit = key.row.limit_nanos;
   const includeByokInLimit = key.row.include_byok_in_limit === 1;
@@ -98,16 +107,11 @@ export function spendScopes(
       baseNanos: spentIn(keySpendRows(key), reset, includeByokInLimit, now),
       windowEndsAt: reset ? windowEndsAt(reset, now) : null,
     });
-    denials.set(id, {
-      status: 402,
-      errorType: 'payment_required',
-      message: (needed, available) =>
-        `Key limit exceeded: this request may cost up to $${nanosToUsd(needed)} but the key has $${nanosToUsd(available)} left of its limit. Raise the key's limit, or send fewer max tokens.`,
-    });
+    denials.set(id, KEY_LIMIT_DENIAL);
   }
   if (!policy) return { scopes, denials };
 
-  if (!isByok || policy.includeByokInBudgets) {
+  if (policy.budgets.length > 0 && (!isByok || policy.includeByokInBudgets)) {
     const budgets = [...policy.budgets].sort(
       (a, b) => BUDGET_ORDER.indexOf(a.interval) - BUDGET_ORDER.indexOf(b.interval),
     );
