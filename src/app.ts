@@ -46,6 +46,7 @@ import { installGracefulClose } from './platform/graceful-close.js';
 import { describeDeepPath, MAX_JSON_DEPTH, pathTooDeepIn } from './platform/json-depth.js';
 import { createContentFilterMetrics, createGenerationMetrics, installMetrics } from './platform/metrics.js';
 import { connectRedis, whenReady } from './platform/redis.js';
+import { requestLoggerFactory } from './platform/request-logger.js';
 import { createSecretBox, resolveMasterKey, type SecretBox } from './platform/secret-box.js';
 import { throttled } from './platform/throttled.js';
 import { onWhenCpusAllow } from './platform/usable-cpus.js';
@@ -241,6 +242,8 @@ export async function buildApp(options: BuildOptions): Promise<{ app: FastifyIns
 
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
+    // request.log's pino child is made on the first line logged (src/platform/request-logger.ts).
+    childLoggerFactory: requestLoggerFactory,
     bodyLimit: config.limits.body_bytes,
     forceCloseConnections: 'idle',
     // Errors Fastify raises before routing (a malformed URL) go through the same renderer.
