@@ -54,7 +54,7 @@ describe('RequestLogger', () => {
       ],
     );
     assert.equal(lines[0]?.detail, 7);
-    assert.equal((lines[1]?.err as { message?: string }).message, 'boom');
+    assert.equal((lines[1]?.err as { message?: string } | undefined)?.message, 'boom');
   });
 
   it('takes a level of its own through its child, and makes children of it', () => {
