@@ -1,7 +1,7 @@
 import type { AdapterCall, ProviderAdapter } from '../../../spec/provider-adapter.js';
 import type { GenerationResult, StreamPart } from '../../../spec/stream-part.js';
 import { UpstreamError } from '../../../spec/upstream-error.js';
-import { baseUrlOf, perTarget } from '../shared/per-target.js';
+import { baseUrlOf, credentialHeadersOf, perTarget } from '../shared/per-target.js';
 import { parseUpstreamJson } from '../shared/server-sent-events.js';
 import { guardStream } from '../shared/stream-guard.js';
 import { openUpstream, requestUpstreamJson, type UpstreamHttp } from '../shared/upstream-http.js';
@@ -43,13 +43,9 @@ export function createAnthropicMessagesAdapter(options: {
 }): ProviderAdapter {
   const urlOf = perTarget((target) => `${baseUrlOf(target)}/messages`);
   const url = (call: AdapterCall) => urlOf(call.target);
-  const headersOf = perTarget(
-    (target): Record<string, string> => ({
-      ...(target.apiKey ? { 'x-api-key': target.apiKey } : {}),
-      'anthropic-version': options.version ?? ANTHROPIC_VERSION,
-      ...target.headers,
-    }),
-  );
+  const headersOf = credentialHeadersOf((apiKey) => ({ 'x-api-key': apiKey }), {
+    'anthropic-version': options.version ?? ANTHROPIC_VERSION,
+  });
   const headersFor = (call: AdapterCall) => headersOf(call.target);
 
   return {

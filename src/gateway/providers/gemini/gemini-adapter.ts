@@ -2,7 +2,7 @@ import type { AdapterCall, ProviderAdapter } from '../../../spec/provider-adapte
 import type { GenerationResult, StreamPart } from '../../../spec/stream-part.js';
 import { UpstreamError } from '../../../spec/upstream-error.js';
 import { emptyUsage, type Usage } from '../../../spec/usage.js';
-import { baseUrlOf, perTarget } from '../shared/per-target.js';
+import { baseUrlOf, credentialHeadersOf } from '../shared/per-target.js';
 import { parseUpstreamJson } from '../shared/server-sent-events.js';
 import { guardStream } from '../shared/stream-guard.js';
 import {
@@ -23,12 +23,7 @@ import {
 } from './gemini-api.js';
 import { mapGeminiFinishReason } from './map-gemini-finish-reason.js';
 
-const headersOf = perTarget(
-  (target): Record<string, string> => ({
-    ...(target.apiKey ? { 'x-goog-api-key': target.apiKey } : {}),
-    ...target.headers,
-  }),
-);
+const headersOf = credentialHeadersOf((apiKey) => ({ 'x-goog-api-key': apiKey }));
 const headersFor = (call: AdapterCall) => headersOf(call.target);
 
 /** `${baseUrl}/models/${model}:${method}`; a model id written as `models/…` is accepted too. */

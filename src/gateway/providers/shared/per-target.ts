@@ -24,10 +24,22 @@ export function perTarget<T extends object | string>(
 /** A target's base URL without its trailing slashes, to append a path to. */
 export const baseUrlOf = (target: UpstreamTarget): string => target.baseUrl.replace(/\/+$/, '');
 
+/**
+ * A target's request headers, made once per target: its credential in the provider's own header
+ * (none without a key), then `fixed` headers, then the target's own, which win.
+ */
+export function credentialHeadersOf(
+  credential: (apiKey: string) => Record<string, string>,
+  fixed: Record<string, string> = {},
+): (target: UpstreamTarget) => Record<string, string> {
+  return perTarget(
+    (target): Record<string, string> => ({
+      ...(target.apiKey ? credential(target.apiKey) : {}),
+      ...fixed,
+      ...target.headers,
+    }),
+  );
+}
+
 /** OpenAI's credential header (`Authorization: Bearer …`) and the target's own headers, per target. */
-export const bearerHeadersOf = perTarget(
-  (target): Record<string, string> => ({
-    ...(target.apiKey ? { authorization: `Bearer ${target.apiKey}` } : {}),
-    ...target.headers,
-  }),
-);
+export const bearerHeadersOf = credentialHeadersOf((apiKey) => ({ authorization: `Bearer ${apiKey}` }));
