@@ -105,6 +105,54 @@ describe('the upstream HTTP client against a fake upstream', () => {
     assert.deepEqual(json, { after: true });
   });
 
+  it('answers every read after the end or a failure with done, once the events are read', async () => {
+    upstream.handle((request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      if (request.url.startsWith('/cut')) {
+        response.write('data: {"n":1}\n\n');
+        setTimeout(() => response.socket?.destroy(), 20);
+        return;
+      }
+      response.end('data: {"n":1}\n\ndata: {"n":2}\n\n');
+    });
+    const ended = await openUpstream(http, { timeouts }, post());
+    assert.deepEqual(await ended.next(), {
+      done: false,
+      value: { event: undefined, id: undefined, data: '{"n":1}' },
+    });
+    assert.equal((await ended.next()).value?.data, '{"n":2}');
+    assert.deepEqual(await ended.next(), { done: true, value: undefined });
+    assert.deepEqual(await ended.next(), { done: true, value: undefined }, 'the end is answered again');
+
+    const cut = await openUpstream(http, { timeouts }, post({ url: `${upstream.url}/cut` }));
+    assert.equal((await cut.next()).value?.data, '{"n":1}');
+    const failed = await cut.next().catch((caught: unknown) => caught);
+    assert.ok(failed instanceof UpstreamError && failed.retryable, String(failed));
+    assert.deepEqual(await cut.next(), { done: true, value: undefined }, 'a failure is thrown once');
+  });
+
+  it('ends a read still waiting when the reader stops, and gives the connection back', {
+    timeout: 5_000,
+  }, async () => {
+    upstream.handle((request, response) => {
+      if (request.url.startsWith('/quiet')) {
+        // One event, then nothing until the client goes away.
+        response.writeHead(200, { 'content-type': 'text/event-stream' }).write('data: {}\n\n');
+        return;
+      }
+      response.writeHead(200, { 'content-type': 'application/json' }).end('{"after":true}');
+    });
+    const events = await openUpstream(http, { timeouts }, post({ url: `${upstream.url}/quiet` }));
+    assert.equal((await events.next()).value?.data, '{}');
+    const waiting = events.next();
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    await events.return?.();
+    assert.deepEqual(await waiting, { done: true, value: undefined });
+    assert.deepEqual(await events.next(), { done: true, value: undefined });
+    const json = await requestUpstreamJson(http, { timeouts }, post({ signal: AbortSignal.timeout(2_000) }));
+    assert.deepEqual(json, { after: true });
+  });
+
   it('fails a call still waiting for a connection as soon as it is aborted', async () => {
     upstream.handle((request, response) => {
       if (request.url.startsWith('/hang')) return; // never answers

@@ -17,7 +17,7 @@ export interface UpstreamText {
 export interface UpstreamEvents {
   status: number;
   headers: IncomingHttpHeaders;
-  events: AsyncGenerator<EventSourceMessage>;
+  events: AsyncIterableIterator<EventSourceMessage>;
 }
 
 /** What `postForText` and `postForEvents` send. */
@@ -38,6 +38,8 @@ const MAX_REPLY_BYTES = 32 * 1024 * 1024;
 
 /** Events parsed and not yet read past which a stream stops reading its socket until they are. */
 const MAX_QUEUED_EVENTS = 256;
+/** The one result an ended event stream answers with (readers only look at it). */
+const ENDED: IteratorReturnResult<undefined> = Object.freeze({ done: true, value: undefined });
 
 /**
  * The upstream HTTP client: one undici Agent with keep-alive pools per origin, driven through
@@ -223,56 +225,117 @@ class EventsCall extends UpstreamCall<UpstreamEvents | UpstreamText> {
   private bodyEnded = false;
   private failure: unknown = null;
   private paused = false;
-  private wake: (() => void) | null = null;
+  /** The reader's pending read, while nothing was there to answer it. */
+  private waiting: {
+    resolve: (result: IteratorResult<EventSourceMessage, undefined>) => void;
+    reject: (error: unknown) => void;
+  } | null = null;
+  /** Set once the reader has seen the end or an error, or stopped: every later read is the end. */
+  private readerDone = false;
   private readonly feed = createServerSentEventReader((event) => this.queue.push(event));
 
   protected failed(error: unknown): void {
     if (!this.settled) this.fail(error);
     else if (this.failure === null) {
       this.failure = error;
-      this.wake?.();
+      this.wakeReader();
     }
   }
 
-  private async *events(): AsyncGenerator<EventSourceMessage> {
-    const queue = this.queue;
+  /**
+   * The reader's next event: one promise per event, settled at once when one is queued, else when
+   * the body brings one (or ends, or fails). A class rather than an async generator: a generator's
+   * `yield` awaits what it yields and its reader awaits again, which cost each streamed event more
+   * promises and microtasks (docs/decisions.md).
+   */
+  next(): Promise<IteratorResult<EventSourceMessage, undefined>> {
+    let result: IteratorResult<EventSourceMessage, undefined> | null;
     try {
-      while (true) {
-        if (this.head < queue.length) {
-          const event = queue[this.head] as EventSourceMessage;
-          this.head += 1;
-          if (this.head === queue.length) {
-            queue.length = 0;
-            this.head = 0;
-            if (this.paused) {
-              this.paused = false;
-              this.controller?.resume();
-            }
-          } else if (this.head >= 1_024 && this.head * 2 >= queue.length) {
-            // Read events are let go in blocks, so a reader that always lags a little behind does
-            // not keep a long stream whole.
-            queue.splice(0, this.head);
-            this.head = 0;
-          }
-          yield event;
-        } else if (this.failure !== null) {
-          throw toUpstreamError(this.failure, this.signal);
-        } else if (this.bodyEnded) {
-          return;
-        } else {
-          await new Promise<void>((resume) => {
-            this.wake = resume;
-          });
-          this.wake = null;
-        }
-      }
-    } finally {
-      // Stopping early (client gone, first-token timeout) must release the upstream connection.
-      if (!this.bodyEnded && this.failure === null) {
-        this.failure = new Error('The stream was closed by its reader');
-        this.controller?.abort(this.failure as Error);
-      }
+      result = this.read();
+    } catch (error) {
+      return Promise.reject(error);
     }
+    if (result !== null) return Promise.resolve(result);
+    return new Promise((resolve, reject) => {
+      this.waiting = { resolve, reject };
+    });
+  }
+
+  /** The reader stops (`break`, a thrown error, a timeout): the upstream connection is let go. */
+  return(): Promise<IteratorResult<EventSourceMessage, undefined>> {
+    this.stopReading();
+    return Promise.resolve(ENDED);
+  }
+
+  throw(error?: unknown): Promise<IteratorResult<EventSourceMessage, undefined>> {
+    this.stopReading();
+    return Promise.reject(error);
+  }
+
+  [Symbol.asyncIterator](): this {
+    return this;
+  }
+
+  /** The next event, the end, or null while neither has come; throws the stream's failure once. */
+  private read(): IteratorResult<EventSourceMessage, undefined> | null {
+    const queue = this.queue;
+    if (this.head < queue.length) {
+      const event = queue[this.head] as EventSourceMessage;
+      this.head += 1;
+      if (this.head === queue.length) {
+        queue.length = 0;
+        this.head = 0;
+        if (this.paused) {
+          this.paused = false;
+          this.controller?.resume();
+        }
+      } else if (this.head >= 1_024 && this.head * 2 >= queue.length) {
+        // Read events are let go in blocks, so a reader that always lags a little behind does
+        // not keep a long stream whole.
+        queue.splice(0, this.head);
+        this.head = 0;
+      }
+      return { done: false, value: event };
+    }
+    if (this.readerDone) return ENDED;
+    if (this.failure !== null) {
+      this.readerDone = true;
+      throw toUpstreamError(this.failure, this.signal);
+    }
+    if (this.bodyEnded) {
+      this.readerDone = true;
+      return ENDED;
+    }
+    return null;
+  }
+
+  /** Settles a read that waits, if there is now something to answer it with. */
+  private wakeReader(): void {
+    const waiting = this.waiting;
+    if (waiting === null) return;
+    let result: IteratorResult<EventSourceMessage, undefined> | null;
+    try {
+      result = this.read();
+    } catch (error) {
+      this.waiting = null;
+      waiting.reject(error);
+      return;
+    }
+    if (result === null) return;
+    this.waiting = null;
+    waiting.resolve(result);
+  }
+
+  private stopReading(): void {
+    if (this.readerDone) return;
+    this.readerDone = true;
+    // Stopping early must release the upstream connection.
+    if (!this.bodyEnded && this.failure === null) {
+      this.failure = new Error('The stream was closed by its reader');
+      this.controller?.abort(this.failure as Error);
+    }
+    // A read still waiting settles as the end: nothing more will be read.
+    this.wakeReader();
   }
 
   protected started(
@@ -283,7 +346,7 @@ class EventsCall extends UpstreamCall<UpstreamEvents | UpstreamText> {
     if (status >= 400) {
       this.reading = new WholeReply(MAX_ERROR_BODY);
       this.reading.start(status, headers);
-    } else this.succeed({ status, headers, events: this.events() });
+    } else this.succeed({ status, headers, events: this });
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
@@ -301,14 +364,14 @@ class EventsCall extends UpstreamCall<UpstreamEvents | UpstreamText> {
       this.paused = true;
       controller.pause();
     }
-    this.wake?.();
+    this.wakeReader();
   }
 
   protected ended(): void {
     if (this.reading) this.succeed(this.reading.reply());
     else {
       this.bodyEnded = true;
-      this.wake?.();
+      this.wakeReader();
     }
   }
 
@@ -462,7 +525,7 @@ export async function openUpstream(
   http: UpstreamHttp,
   call: Pick<AdapterCall, 'timeouts'>,
   request: AdapterPost,
-): Promise<AsyncGenerator<EventSourceMessage>> {
+): Promise<AsyncIterableIterator<EventSourceMessage>> {
   const reply = await http.postForEvents(postOf(call, request));
   if ('text' in reply) throw (request.toError ?? errorFromText)(reply);
   return reply.events;
