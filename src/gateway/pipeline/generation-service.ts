@@ -39,6 +39,7 @@ import type { PolicyCache } from '../policy/policy-cache.js';
 import type { createAdapters } from '../providers/provider-protocols.js';
 import type { Principal } from './authenticate.js';
 import { type ContentFilterStage, runContentFilters } from './guardrail-stage.js';
+import { ObservedParts } from './observed-parts.js';
 import type { AttemptPlanner, Candidate } from './plan-attempts.js';
 import type { SessionRoutes } from './session-routes.js';
 import { spendScopes } from './spend-limits.js';
@@ -1035,25 +1036,6 @@ export function createGenerationService(options: {
         }
       };
 
-      async function* parts(): AsyncGenerator<StreamPart> {
-        try {
-          for (const part of started.head) if (observe(part)) yield part;
-          for (;;) {
-            const next = await started.iterator.next();
-            if (next.done) break;
-            const pass = observe(next.value);
-            if (next.value.type === 'error') break;
-            if (pass) yield next.value;
-          }
-        } catch (error) {
-          if (!(error instanceof UpstreamError)) throw error;
-          failure = failureFromUpstream(error, candidate.endpoint.provider_name, candidate.byok !== null);
-        } finally {
-          ended = true;
-          await started.iterator.return?.();
-        }
-      }
-
       async function finish() {
         const cancelled = context.signal.aborted;
         // Releasing the upstream must not keep the reservation from being settled.
@@ -1114,7 +1096,17 @@ export function createGenerationService(options: {
 
       return {
         info: infoFor(prepared, candidate),
-        parts: parts(),
+        parts: new ObservedParts(
+          started.head,
+          started.iterator,
+          observe,
+          (error) => {
+            failure = failureFromUpstream(error, candidate.endpoint.provider_name, candidate.byok !== null);
+          },
+          () => {
+            ended = true;
+          },
+        ),
         finish: () => {
           finishing ??= finish();
           return finishing;
