@@ -1,8 +1,9 @@
+import { ITERATOR_ENDED } from '../../platform/iterator-ended.js';
 import type { StreamPart } from '../../spec/stream-part.js';
 import { UpstreamError } from '../../spec/upstream-error.js';
 
-/** The one result an ended stream answers with (readers only look at it). */
-const ENDED: IteratorReturnResult<undefined> = Object.freeze({ done: true, value: undefined });
+/** What `next()` caught, when it caught nothing. */
+const NOTHING = Symbol('nothing');
 
 /**
  * A started stream's parts as its reader gets them: first those read before the stream committed
@@ -28,35 +29,41 @@ export class ObservedParts implements AsyncIterableIterator<StreamPart> {
   ) {}
 
   async next(): Promise<IteratorResult<StreamPart, undefined>> {
-    if (this.closed) return ENDED;
-    while (this.headIndex < this.head.length) {
-      const part = this.head[this.headIndex] as StreamPart;
-      this.headIndex += 1;
-      if (this.observe(part)) return { done: false, value: part };
-    }
+    if (this.closed) return ITERATOR_ENDED;
+    let caught: unknown = NOTHING;
     try {
+      while (this.headIndex < this.head.length) {
+        const part = this.head[this.headIndex] as StreamPart;
+        this.headIndex += 1;
+        if (this.observe(part)) return { done: false, value: part };
+      }
       for (;;) {
         const next = await this.source.next();
+        // The reader stopped while this read waited: what arrived is not observed, nor given.
+        if (this.closed) return ITERATOR_ENDED;
         if (next.done) break;
         const pass = this.observe(next.value);
         if (next.value.type === 'error') break;
         if (pass) return { done: false, value: next.value };
       }
     } catch (error) {
-      if (!(error instanceof UpstreamError)) {
-        await this.close();
-        throw error;
-      }
-      this.onFailure(error);
+      if (error instanceof UpstreamError && !this.closed) {
+        try {
+          this.onFailure(error);
+        } catch (failed) {
+          caught = failed;
+        }
+      } else caught = error;
     }
     await this.close();
-    return ENDED;
+    if (caught !== NOTHING) throw caught;
+    return ITERATOR_ENDED;
   }
 
   /** The reader stops early (its client went away): the adapter's stream is closed. */
   async return(): Promise<IteratorResult<StreamPart, undefined>> {
     await this.close();
-    return ENDED;
+    return ITERATOR_ENDED;
   }
 
   [Symbol.asyncIterator](): this {

@@ -79,6 +79,7 @@ describe('a started stream as its reader gets it (ObservedParts)', () => {
     assert.deepEqual(await readAll(thrown.stream), ['a', 'b']);
     assert.deepEqual(thrown.failures, [failure]);
     assert.equal(thrown.ends(), 1);
+    assert.equal(thrown.upstream.state.closed, 1);
   });
 
   it('hands any other error to the reader, after closing the adapter’s stream', async () => {
@@ -103,5 +104,41 @@ describe('a started stream as its reader gets it (ObservedParts)', () => {
       assert.equal(run.upstream.state.closed, 1);
       assert.deepEqual(await run.stream.next(), { done: true, value: undefined });
     }
+  });
+
+  it('ends a read still waiting when the reader stops, without observing or giving what arrives', async () => {
+    let deliver: (result: IteratorResult<StreamPart>) => void = () => undefined;
+    let closes = 0;
+    const adapter: AsyncIterator<StreamPart> = {
+      next: () =>
+        new Promise((resolve) => {
+          deliver = resolve;
+        }),
+      return: async () => {
+        closes += 1;
+        return { done: true, value: undefined };
+      },
+    };
+    const seen: string[] = [];
+    let ends = 0;
+    const stream = new ObservedParts(
+      [],
+      adapter,
+      (part) => {
+        seen.push(part.type);
+        return true;
+      },
+      () => undefined,
+      () => {
+        ends += 1;
+      },
+    );
+    const waiting = stream.next();
+    await stream.return();
+    deliver({ done: false, value: text('late') });
+    assert.deepEqual(await waiting, { done: true, value: undefined });
+    assert.deepEqual(seen, []);
+    assert.equal(ends, 1);
+    assert.equal(closes, 1);
   });
 });

@@ -153,6 +153,45 @@ describe('the upstream HTTP client against a fake upstream', () => {
     assert.deepEqual(json, { after: true });
   });
 
+  it('gives the events queued before a failure first, and nothing after the reader stopped', async () => {
+    upstream.handle((request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.write('data: {"n":1}\n\ndata: {"n":2}\n\ndata: {"n":3}\n\n');
+      if (request.url.startsWith('/cut')) setTimeout(() => response.socket?.destroy(), 10);
+      else response.on('close', () => response.end());
+    });
+    const settle = () => new Promise((resolve) => setTimeout(resolve, 60));
+
+    // Read only once all three events and the cut have arrived.
+    const cut = await openUpstream(http, { timeouts }, post({ url: `${upstream.url}/cut` }));
+    await settle();
+    const data: string[] = [];
+    const failed = await (async () => {
+      for await (const event of cut) data.push(event.data);
+    })().catch((caught: unknown) => caught);
+    assert.deepEqual(data, ['{"n":1}', '{"n":2}', '{"n":3}']);
+    assert.ok(failed instanceof UpstreamError && failed.retryable, String(failed));
+
+    const stopped = await openUpstream(http, { timeouts }, post());
+    await settle();
+    assert.equal((await stopped.next()).value?.data, '{"n":1}');
+    await stopped.return?.();
+    assert.deepEqual(await stopped.next(), { done: true, value: undefined }, 'queued events are let go');
+  });
+
+  it('refuses a second read while one waits, and still settles the first', { timeout: 5_000 }, async () => {
+    upstream.handle((_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' }).flushHeaders();
+      setTimeout(() => response.end('data: {"late":true}\n\n'), 30);
+    });
+    const events = await openUpstream(http, { timeouts }, post());
+    const first = events.next();
+    const second = await events.next().catch((caught: unknown) => caught);
+    assert.ok(second instanceof Error && /already waiting/.test(second.message), String(second));
+    assert.equal((await first).value?.data, '{"late":true}');
+    assert.deepEqual(await events.next(), { done: true, value: undefined });
+  });
+
   it('fails a call still waiting for a connection as soon as it is aborted', async () => {
     upstream.handle((request, response) => {
       if (request.url.startsWith('/hang')) return; // never answers

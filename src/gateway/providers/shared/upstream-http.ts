@@ -1,6 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { EventSourceMessage } from 'eventsource-parser';
 import { Agent, type Dispatcher, errors } from 'undici';
+import { ITERATOR_ENDED } from '../../../platform/iterator-ended.js';
 import type { CancelSignal } from '../../../spec/cancel-signal.js';
 import type { AdapterCall } from '../../../spec/provider-adapter.js';
 import { UpstreamError } from '../../../spec/upstream-error.js';
@@ -38,8 +39,6 @@ const MAX_REPLY_BYTES = 32 * 1024 * 1024;
 
 /** Events parsed and not yet read past which a stream stops reading its socket until they are. */
 const MAX_QUEUED_EVENTS = 256;
-/** The one result an ended event stream answers with (readers only look at it). */
-const ENDED: IteratorReturnResult<undefined> = Object.freeze({ done: true, value: undefined });
 
 /**
  * The upstream HTTP client: one undici Agent with keep-alive pools per origin, driven through
@@ -217,7 +216,10 @@ class TextCall extends UpstreamCall<UpstreamText> {
 }
 
 /** `postForEvents`' call: a 2xx reply's SSE events queued for its reader, an error reply read whole. */
-class EventsCall extends UpstreamCall<UpstreamEvents | UpstreamText> {
+class EventsCall
+  extends UpstreamCall<UpstreamEvents | UpstreamText>
+  implements AsyncIterableIterator<EventSourceMessage>
+{
   /** Set for a non-2xx answer, whose body is read whole. */
   private reading: WholeReply | null = null;
   private readonly queue: EventSourceMessage[] = [];
@@ -249,6 +251,9 @@ class EventsCall extends UpstreamCall<UpstreamEvents | UpstreamText> {
    * promises and microtasks (docs/decisions.md).
    */
   next(): Promise<IteratorResult<EventSourceMessage, undefined>> {
+    // Reads are one at a time (`for await` makes them so); a second would leave the first unsettled.
+    if (this.waiting !== null)
+      return Promise.reject(new Error('A read of the upstream events is already waiting'));
     let result: IteratorResult<EventSourceMessage, undefined> | null;
     try {
       result = this.read();
@@ -264,7 +269,7 @@ class EventsCall extends UpstreamCall<UpstreamEvents | UpstreamText> {
   /** The reader stops (`break`, a thrown error, a timeout): the upstream connection is let go. */
   return(): Promise<IteratorResult<EventSourceMessage, undefined>> {
     this.stopReading();
-    return Promise.resolve(ENDED);
+    return Promise.resolve(ITERATOR_ENDED);
   }
 
   throw(error?: unknown): Promise<IteratorResult<EventSourceMessage, undefined>> {
@@ -278,6 +283,7 @@ class EventsCall extends UpstreamCall<UpstreamEvents | UpstreamText> {
 
   /** The next event, the end, or null while neither has come; throws the stream's failure once. */
   private read(): IteratorResult<EventSourceMessage, undefined> | null {
+    if (this.readerDone) return ITERATOR_ENDED;
     const queue = this.queue;
     if (this.head < queue.length) {
       const event = queue[this.head] as EventSourceMessage;
@@ -297,14 +303,13 @@ class EventsCall extends UpstreamCall<UpstreamEvents | UpstreamText> {
       }
       return { done: false, value: event };
     }
-    if (this.readerDone) return ENDED;
     if (this.failure !== null) {
       this.readerDone = true;
       throw toUpstreamError(this.failure, this.signal);
     }
     if (this.bodyEnded) {
       this.readerDone = true;
-      return ENDED;
+      return ITERATOR_ENDED;
     }
     return null;
   }
@@ -329,6 +334,9 @@ class EventsCall extends UpstreamCall<UpstreamEvents | UpstreamText> {
   private stopReading(): void {
     if (this.readerDone) return;
     this.readerDone = true;
+    // Events not read are let go: every later read is the end.
+    this.queue.length = 0;
+    this.head = 0;
     // Stopping early must release the upstream connection.
     if (!this.bodyEnded && this.failure === null) {
       this.failure = new Error('The stream was closed by its reader');
@@ -517,9 +525,9 @@ export function errorFromText(reply: UpstreamText): UpstreamError {
  * POSTs one streamed adapter call upstream with the call's timeouts and returns its SSE events once
  * it answered 2xx; a non-2xx answer becomes the adapter's UpstreamError. The events end when the body
  * does (the adapter decides whether the stream was complete); a failure while reading them is an
- * UpstreamError. The caller reads them at once, to their end or until it stops (`for await` with
- * `break`, or `return()` after a first `next()`): a stream never read holds its connection until
- * the call's signal aborts it.
+ * UpstreamError. The caller reads them at once, one read at a time, to their end or until it stops
+ * (`for await` with `break`, or `return()`, which lets the connection go): a stream never read holds
+ * its connection until the call's signal aborts it.
  */
 export async function openUpstream(
   http: UpstreamHttp,
