@@ -1,0 +1,105 @@
+// Where the request thread's CPU goes, per request: a preload for the gateway under a bench's load.
+// `node --cpu-prof` profiles every thread, and the broadcast delivery thread's sampler inflates the
+// request thread's figures (its functions read 5–10× too high in session 27); this preload starts
+// V8's CPU profiler through the inspector of the request thread alone. It counts requests (Node's
+// `http.server.request.start` channel), profiles from request `start` to request `start + count`,
+// then writes the profile to /tmp/cpu-profile-<pid>.cpuprofile (Chrome DevTools opens it) and the
+// functions with the most self time, in µs per request, to /tmp/cpu-profile-<pid>.txt, with totals
+// for garbage collection, our modules (dist/), node_modules and Node's own code.
+// The bench starts the gateway with a clean environment, so the settings travel in the URL's query:
+//   start     requests before profiling begins (default 20000; warm-up requests count)
+//   count     requests profiled (default 20000)
+//   interval  sampling interval in µs (default 100)
+//
+// Usage: BENCH_GATEWAY_NODE_ARGS="--import file://$PWD/bench/cpu-profile.mjs?start=8000&count=15000" \
+//          npm run bench:inference -- --only "1. chat" --duration 10
+import diagnostics from 'node:diagnostics_channel';
+import { writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector';
+import { isMainThread } from 'node:worker_threads';
+
+const settings = new URL(import.meta.url).searchParams;
+const setting = (name, fallback) => {
+  const value = Number(settings.get(name) ?? fallback);
+  if (!Number.isSafeInteger(value) || value <= 0)
+    throw new Error(`cpu-profile: ${name} must be a positive count, got ${value}`);
+  return value;
+};
+const start = setting('start', 20_000);
+const count = setting('count', 20_000);
+const interval = setting('interval', 100);
+
+/** Where a frame's code lives: a short path, and its group for the totals. */
+function placeOf(frame) {
+  const url = (frame.url || '').replace(/^file:\/\//, '');
+  if (frame.functionName === '(garbage collector)') return { where: '', group: 'garbage collection' };
+  if (url === '')
+    return { where: '', group: frame.functionName.startsWith('(') ? frame.functionName : 'native' };
+  if (url.includes('/node_modules/'))
+    return { where: url.replace(/.*\/node_modules\//, 'node_modules/'), group: 'node_modules' };
+  if (url.includes('/dist/'))
+    return { where: url.replace(/.*\/dist\//, 'dist/'), group: 'our modules (dist/)' };
+  if (url.startsWith('node:')) return { where: url, group: 'node' };
+  return { where: url, group: 'other' };
+}
+
+/** Self time per function and per group, in µs per request, largest first. */
+function summary(profile, requests, limit) {
+  const selfSamples = new Map();
+  for (const id of profile.samples) selfSamples.set(id, (selfSamples.get(id) ?? 0) + 1);
+  const deltas = profile.timeDeltas;
+  const totalUs = deltas.reduce((sum, delta) => sum + delta, 0);
+  const usPerSample = totalUs / Math.max(1, profile.samples.length);
+  const sites = new Map();
+  const groups = new Map();
+  for (const node of profile.nodes) {
+    const samples = selfSamples.get(node.id) ?? 0;
+    if (samples === 0) continue;
+    const frame = node.callFrame;
+    const { where, group } = placeOf(frame);
+    const site = `${frame.functionName || '(anonymous)'} ${where}${where ? `:${frame.lineNumber + 1}` : ''}`;
+    sites.set(site, (sites.get(site) ?? 0) + samples * usPerSample);
+    groups.set(group, (groups.get(group) ?? 0) + samples * usPerSample);
+  }
+  const perRequest = (us) => (us / requests).toFixed(1).padStart(8);
+  const sorted = (map) => [...map].sort((a, b) => b[1] - a[1]);
+  return [
+    `${perRequest(totalUs)}  µs per request on the request thread, profiled (${requests} requests, idle included)`,
+    ...sorted(groups).map(([group, us]) => `${perRequest(us)}  ${group}`),
+    '',
+    ...sorted(sites)
+      .slice(0, limit)
+      .map(([site, us]) => `${perRequest(us)}  ${site}`),
+  ].join('\n');
+}
+
+// Worker threads run preloads too; the request thread is the one measured.
+if (isMainThread) {
+  const session = new Session();
+  session.connect();
+  let requests = 0;
+  let state = 'waiting';
+  // Kept on globalThis (below): a channel only weakly held can be collected with its subscriber.
+  const channel = diagnostics.channel('http.server.request.start');
+  channel.subscribe(() => {
+    requests += 1;
+    if (state === 'waiting' && requests >= start) {
+      state = 'profiling';
+      session.post('Profiler.enable');
+      session.post('Profiler.setSamplingInterval', { interval });
+      session.post('Profiler.start');
+    } else if (state === 'profiling' && requests >= start + count) {
+      state = 'done';
+      session.post('Profiler.stop', (error, result) => {
+        if (error) {
+          process.stderr.write(`cpu-profile: ${error.message}\n`);
+          return;
+        }
+        const base = `/tmp/cpu-profile-${process.pid}`;
+        writeFileSync(`${base}.cpuprofile`, JSON.stringify(result.profile));
+        writeFileSync(`${base}.txt`, `${summary(result.profile, count, 70)}\n`);
+      });
+    }
+  });
+  globalThis.__cpuProfileChannel = channel;
+}
