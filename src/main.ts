@@ -6,6 +6,7 @@ import { ConfigError, loadConfig } from './config/load-config.js';
 import { applyHeapGrowth } from './platform/heap-growth.js';
 import { lowerHelperThreads } from './platform/helper-threads.js';
 import { applyParallelScavenge } from './platform/parallel-scavenge.js';
+import { collectStartupGarbage } from './platform/startup-garbage.js';
 import { capYoungGeneration } from './platform/young-generation.js';
 
 const help = `switchyard — self-hosted model gateway
@@ -27,6 +28,8 @@ SWITCHYARD_BOOTSTRAP_KEY, SWITCHYARD_CONFIG, <PROVIDER>_API_KEY)
 and the optional config file named by SWITCHYARD_CONFIG. See the README.`;
 
 class UsageError extends Error {}
+
+const megabytes = (bytes: number) => Math.round(bytes / 1_048_576);
 
 async function serve(config: Config): Promise<void> {
   applyHeapGrowth(config.heap_growth_percent);
@@ -71,6 +74,15 @@ async function serve(config: Config): Promise<void> {
   };
   process.on('SIGTERM', () => shutdown('SIGTERM'));
   process.on('SIGINT', () => shutdown('SIGINT'));
+  const collected = await collectStartupGarbage();
+  if (collected)
+    app.log.info(
+      {
+        heap_mb: [collected.heapTotalBefore, collected.heapTotalAfter].map(megabytes),
+        rss_mb: [collected.rssBefore, collected.rssAfter].map(megabytes),
+      },
+      'startup garbage collected',
+    );
   try {
     await app.listen({ port: config.port, host: config.host });
   } catch (error) {

@@ -1,0 +1,50 @@
+import { Session } from 'node:inspector';
+
+/** What a collection did to the heap V8 holds (`heapTotal`) and to the process's resident memory. */
+export interface StartupCollection {
+  heapTotalBefore: number;
+  heapTotalAfter: number;
+  rssBefore: number;
+  rssAfter: number;
+}
+
+/**
+ * Collects the garbage of starting up, once, before the gateway serves. Loading the catalogue,
+ * compiling schemas and running migrations leave the old generation about twice the size of what
+ * stays alive (84 against 41 MB of heap in `bench/inference-config.yaml`'s gateway), and V8 keeps
+ * those pages until a full collection, which under load comes only when the heap has grown further:
+ * the request path's peak memory then stands on ~45 MB of garbage. A full collection here gives the
+ * empty pages back (resident memory 167 → 121 MB in the same gateway), so the young generation can
+ * be given room within the same memory bound.
+ *
+ * It asks V8 through the inspector protocol (`HeapProfiler.collectGarbage`), which needs no node
+ * flag. A Node built without the inspector skips it and resolves null.
+ */
+export function collectStartupGarbage(): Promise<StartupCollection | null> {
+  let session: Session;
+  try {
+    session = new Session();
+    session.connect();
+  } catch {
+    return Promise.resolve(null);
+  }
+  const before = process.memoryUsage();
+  return new Promise((resolve) => {
+    session.post('HeapProfiler.collectGarbage', (error) => {
+      // Not from inside the callback: a session disconnected while it dispatches its own answer
+      // leaves the thread waiting for ever (Node 20).
+      setImmediate(() => session.disconnect());
+      if (error) {
+        resolve(null);
+        return;
+      }
+      const after = process.memoryUsage();
+      resolve({
+        heapTotalBefore: before.heapTotal,
+        heapTotalAfter: after.heapTotal,
+        rssBefore: before.rss,
+        rssAfter: after.rss,
+      });
+    });
+  });
+}
