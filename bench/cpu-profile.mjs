@@ -43,23 +43,29 @@ function placeOf(frame) {
   return { where: url, group: 'other' };
 }
 
-/** Self time per function and per group, in µs per request, largest first. */
+/**
+ * Self time per function and per group, in µs per request, largest first. Samples are not evenly
+ * spaced (the gaps stretch around garbage collections), so each sample counts for the time until
+ * the next one, as Chrome DevTools counts it, and the total is the profile's span.
+ */
 function summary(profile, requests, limit) {
-  const selfSamples = new Map();
-  for (const id of profile.samples) selfSamples.set(id, (selfSamples.get(id) ?? 0) + 1);
   const deltas = profile.timeDeltas;
-  const totalUs = deltas.reduce((sum, delta) => sum + delta, 0);
-  const usPerSample = totalUs / Math.max(1, profile.samples.length);
+  const selfUs = new Map();
+  for (let index = 0; index < profile.samples.length; index++) {
+    const id = profile.samples[index];
+    selfUs.set(id, (selfUs.get(id) ?? 0) + (deltas[index + 1] ?? 0));
+  }
+  const totalUs = profile.endTime - profile.startTime;
   const sites = new Map();
   const groups = new Map();
   for (const node of profile.nodes) {
-    const samples = selfSamples.get(node.id) ?? 0;
-    if (samples === 0) continue;
+    const us = selfUs.get(node.id) ?? 0;
+    if (us === 0) continue;
     const frame = node.callFrame;
     const { where, group } = placeOf(frame);
     const site = `${frame.functionName || '(anonymous)'} ${where}${where ? `:${frame.lineNumber + 1}` : ''}`;
-    sites.set(site, (sites.get(site) ?? 0) + samples * usPerSample);
-    groups.set(group, (groups.get(group) ?? 0) + samples * usPerSample);
+    sites.set(site, (sites.get(site) ?? 0) + us);
+    groups.set(group, (groups.get(group) ?? 0) + us);
   }
   const perRequest = (us) => (us / requests).toFixed(1).padStart(8);
   const sorted = (map) => [...map].sort((a, b) => b[1] - a[1]);

@@ -1,5 +1,3 @@
-import { Session } from 'node:inspector';
-
 /** What a collection did to the heap V8 holds (`heapTotal`) and to the process's resident memory. */
 export interface StartupCollection {
   heapTotalBefore: number;
@@ -18,15 +16,19 @@ export interface StartupCollection {
  * bench's 256 slow connections about 7 MB lower.
  *
  * It asks V8 through the inspector protocol (`HeapProfiler.collectGarbage`), which needs no node
- * flag. A Node built without the inspector skips it and resolves null.
+ * flag. It resolves null instead when the inspector cannot be had: a Node built without it (where
+ * merely importing `node:inspector` throws, hence the import here and not at the top), or one whose
+ * permission model refuses it.
  */
-export function collectStartupGarbage(): Promise<StartupCollection | null> {
-  let session: Session;
+export async function collectStartupGarbage(): Promise<StartupCollection | null> {
+  if (!process.features.inspector) return null;
+  let session: import('node:inspector').Session;
   try {
+    const { Session } = await import('node:inspector');
     session = new Session();
     session.connect();
   } catch {
-    return Promise.resolve(null);
+    return null;
   }
   const before = process.memoryUsage();
   return new Promise((resolve) => {

@@ -15,9 +15,9 @@ function runFresh(body: string) {
 describe('collectStartupGarbage', () => {
   it('gives back the heap of what starting left behind, and the process goes on', () => {
     // ~40 MB of objects that live long enough to reach the old generation, then dropped: what
-    // loading the catalogue and compiling schemas leave behind. The timer after the collection
-    // fires only if the inspector session was let go properly (disconnecting it from inside its
-    // own callback leaves the thread waiting for ever).
+    // loading the catalogue and compiling schemas leave behind. The child must finish: a session
+    // disconnected from inside its own callback leaves the thread waiting for ever, which the
+    // deadline turns into a failure.
     const result = runFresh(`
       import { collectStartupGarbage } from ${JSON.stringify(moduleUrl)};
       let junk = Array.from({ length: 400000 }, (_, index) => ({ text: 'item ' + index, list: [index] }));

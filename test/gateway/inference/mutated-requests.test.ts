@@ -25,12 +25,14 @@ import {
  * still has room for the one request its limit was sized for.
  */
 
-/** A small seeded generator (a linear congruential one): the same cases on every run. */
+/** A small seeded generator (mulberry32, in 32-bit integer steps): the same cases on every run. */
 function seeded(seed: number) {
-  let state = seed;
+  let state = seed >>> 0;
   const next = () => {
-    state = (state * 1_103_515_245 + 12_345) % 2_147_483_648;
-    return state / 2_147_483_648;
+    state = (state + 0x6d2b79f5) >>> 0;
+    let mixed = Math.imul(state ^ (state >>> 15), 1 | state);
+    mixed ^= mixed + Math.imul(mixed ^ (mixed >>> 7), 61 | mixed);
+    return ((mixed ^ (mixed >>> 14)) >>> 0) / 4_294_967_296;
   };
   return { next, pick: <T>(values: readonly T[]): T => values[Math.floor(next() * values.length)] as T };
 }
@@ -184,7 +186,10 @@ const VALID: Record<string, (random: ReturnType<typeof seeded>) => Record<string
   '/embeddings': (random) => ({ model: random.pick(MODELS), input: 'hello' }),
 };
 
-/** Sets `path` (dots and [index]) in `target`, making the objects and arrays on the way. */
+/**
+ * Sets `path` (dots and [index]) in `target`, making the objects and arrays on the way. Callers give
+ * it a copy of an odd value: a later change under the same path writes into what it finds there.
+ */
 function setPath(target: Record<string, unknown>, path: string, value: unknown): void {
   const parts = path.replace(/\[(\d+)\]/g, '.$1').split('.');
   let node: Record<string, unknown> = target;
@@ -225,7 +230,7 @@ function everyFieldOnce(seed: number): Case[] {
     ODD_VALUES.forEach((value, valueIndex) => {
       const path = paths[(fieldIndex + valueIndex) % paths.length] as string;
       const body = (VALID[path] as (typeof VALID)[string])(random);
-      setPath(body, field, value);
+      setPath(body, field, structuredClone(value));
       cases.push(caseOf(path, body));
     });
   });
@@ -241,7 +246,7 @@ function randomCases(seed: number, count: number): Case[] {
     const body = (VALID[path] as (typeof VALID)[string])(random);
     const changes = Math.floor(random.next() * 3);
     for (let change = 0; change < changes; change++) {
-      setPath(body, random.pick(FIELDS), random.pick(ODD_VALUES));
+      setPath(body, random.pick(FIELDS), structuredClone(random.pick(ODD_VALUES)));
     }
     let text = JSON.stringify(body);
     if (random.next() < 0.05) text = text.slice(0, Math.floor(random.next() * text.length));
@@ -249,6 +254,16 @@ function randomCases(seed: number, count: number): Case[] {
     return { path, text, contentType, stream: body.stream === true };
   });
 }
+
+/** How each surface's stream ends, and how it reports a failure after it started. */
+const STREAM_ENDS: Record<string, [RegExp, RegExp]> = {
+  '/chat/completions': [/data: \[DONE\]\n\n$/, /^data: \{"error":/m],
+  '/responses': [
+    /"type":"response\.(completed|incomplete)"[\s\S]*data: \[DONE\]\n\n$/,
+    /"type":"response\.failed"/,
+  ],
+  '/messages': [/event: message_stop\n/, /^event: error$/m],
+};
 
 /** What a client may get: never a 5xx; a refusal in the surface's envelope; JSON or SSE otherwise. */
 function checkAnswer(sent: Case, response: ClientResponse): void {
@@ -268,7 +283,10 @@ function checkAnswer(sent: Case, response: ClientResponse): void {
   const contentType = response.headers.get('content-type') ?? '';
   if (contentType.startsWith('text/event-stream')) {
     assert.ok(sent.stream, `a stream for a request that did not ask for one: ${where}`);
-    assert.ok(response.text.includes('data: '), `an empty stream: ${where}`);
+    // The upstream answers every call: a stream ends the surface's way, with no failure in it.
+    const [ending, failure] = STREAM_ENDS[sent.path] as [RegExp, RegExp];
+    assert.match(response.text, ending, `a stream that did not end: ${where}`);
+    assert.doesNotMatch(response.text, failure, `a stream that failed: ${where}`);
   } else {
     assert.match(contentType, /^application\/json/, where);
     assert.equal(typeof response.body, 'object', `not JSON: ${where}`);
