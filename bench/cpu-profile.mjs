@@ -13,21 +13,15 @@
 //
 // Usage: BENCH_GATEWAY_NODE_ARGS="--import file://$PWD/bench/cpu-profile.mjs?start=8000&count=15000" \
 //          npm run bench:inference -- --only "1. chat" --duration 10
-import diagnostics from 'node:diagnostics_channel';
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector';
 import { isMainThread } from 'node:worker_threads';
+import { onRequestWindow, settingsOf } from './request-window.mjs';
 
-const settings = new URL(import.meta.url).searchParams;
-const setting = (name, fallback) => {
-  const value = Number(settings.get(name) ?? fallback);
-  if (!Number.isSafeInteger(value) || value <= 0)
-    throw new Error(`cpu-profile: ${name} must be a positive count, got ${value}`);
-  return value;
-};
-const start = setting('start', 20_000);
-const count = setting('count', 20_000);
-const interval = setting('interval', 100);
+const settings = settingsOf(import.meta.url, 'cpu-profile');
+const start = settings.count('start', 20_000, 1);
+const count = settings.count('count', 20_000, 1);
+const interval = settings.count('interval', 100, 1);
 
 /** Where a frame's code lives: a short path, and its group for the totals. */
 function placeOf(frame) {
@@ -83,19 +77,15 @@ function summary(profile, requests, limit) {
 if (isMainThread) {
   const session = new Session();
   session.connect();
-  let requests = 0;
-  let state = 'waiting';
-  // Kept on globalThis (below): a channel only weakly held can be collected with its subscriber.
-  const channel = diagnostics.channel('http.server.request.start');
-  channel.subscribe(() => {
-    requests += 1;
-    if (state === 'waiting' && requests >= start) {
-      state = 'profiling';
+  onRequestWindow(
+    start,
+    count,
+    () => {
       session.post('Profiler.enable');
       session.post('Profiler.setSamplingInterval', { interval });
       session.post('Profiler.start');
-    } else if (state === 'profiling' && requests >= start + count) {
-      state = 'done';
+    },
+    () =>
       session.post('Profiler.stop', (error, result) => {
         if (error) {
           process.stderr.write(`cpu-profile: ${error.message}\n`);
@@ -104,8 +94,6 @@ if (isMainThread) {
         const base = `/tmp/cpu-profile-${process.pid}`;
         writeFileSync(`${base}.cpuprofile`, JSON.stringify(result.profile));
         writeFileSync(`${base}.txt`, `${summary(result.profile, count, 70)}\n`);
-      });
-    }
-  });
-  globalThis.__cpuProfileChannel = channel;
+      }),
+  );
 }

@@ -14,22 +14,16 @@
 //          npm run bench:inference -- --only steady --warmup 20 --duration 20
 // Sampling slows the gateway (at 2048 bytes, chat at saturation runs ~20% slower): read its figures
 // as where allocations go, not as the bench's throughput.
-import diagnostics from 'node:diagnostics_channel';
 import { writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector';
 import { isMainThread } from 'node:worker_threads';
+import { onRequestWindow, settingsOf } from './request-window.mjs';
 
-const settings = new URL(import.meta.url).searchParams;
-const setting = (name, fallback) => {
-  const value = Number(settings.get(name) ?? fallback);
-  if (!Number.isSafeInteger(value) || value < 0)
-    throw new Error(`heap-sampling: ${name} must be a count, got ${value}`);
-  return value;
-};
-const start = setting('start', 20_000);
-const count = setting('count', 20_000);
-const survivorsOnly = settings.get('survivors') === '1';
-const interval = setting('interval', 2048);
+const settings = settingsOf(import.meta.url, 'heap-sampling');
+const start = settings.count('start', 20_000);
+const count = settings.count('count', 20_000);
+const survivorsOnly = settings.flag('survivors');
+const interval = settings.count('interval', 2048);
 
 /** Self bytes per allocation site (function and its file:line), largest first. */
 function topSites(profile, requests, limit) {
@@ -57,21 +51,16 @@ function topSites(profile, requests, limit) {
 if (isMainThread) {
   const session = new Session();
   session.connect();
-  let requests = 0;
-  let state = 'waiting';
-  // Kept on globalThis (below): a channel only weakly held can be collected with its subscriber.
-  const channel = diagnostics.channel('http.server.request.start');
-  channel.subscribe(() => {
-    requests += 1;
-    if (state === 'waiting' && requests >= start) {
-      state = 'sampling';
+  onRequestWindow(
+    start,
+    count,
+    () =>
       session.post('HeapProfiler.startSampling', {
         samplingInterval: interval,
         includeObjectsCollectedByMajorGC: true,
         includeObjectsCollectedByMinorGC: !survivorsOnly,
-      });
-    } else if (state === 'sampling' && requests >= start + count) {
-      state = 'done';
+      }),
+    () =>
       session.post('HeapProfiler.stopSampling', (error, result) => {
         if (error) {
           process.stderr.write(`heap-sampling: ${error.message}\n`);
@@ -80,8 +69,6 @@ if (isMainThread) {
         const base = `/tmp/heap-sampling-${process.pid}`;
         writeFileSync(`${base}.heapprofile`, JSON.stringify(result.profile));
         writeFileSync(`${base}.txt`, `${topSites(result.profile, count, 60)}\n`);
-      });
-    }
-  });
-  globalThis.__heapSamplingChannel = channel;
+      }),
+  );
 }
