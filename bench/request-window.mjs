@@ -4,6 +4,9 @@
 // `start` requests and ends `count` requests later.
 import diagnostics from 'node:diagnostics_channel';
 
+/** Kept alive here: a channel only weakly held can be collected with its subscriber. */
+const channels = [];
+
 /** A reader of `url`'s query settings as whole numbers, each at least `least`. */
 export function settingsOf(url, tool) {
   const query = new URL(url).searchParams;
@@ -33,6 +36,5 @@ export function onRequestWindow(start, count, open, close) {
       close();
     }
   });
-  // Kept alive: a channel only weakly held can be collected with its subscriber.
-  (globalThis.__requestWindowChannels ??= []).push(channel);
+  channels.push(channel);
 }
