@@ -23,17 +23,17 @@ describe('collectStartupGarbage', () => {
       let junk = Array.from({ length: 400000 }, (_, index) => ({ text: 'item ' + index, list: [index] }));
       await new Promise((resolve) => setTimeout(resolve, 10));
       junk = null;
+      const before = process.memoryUsage().heapTotal;
       const collected = await collectStartupGarbage();
       await new Promise((resolve) => setTimeout(resolve, 20));
-      console.log(JSON.stringify(collected));
+      console.log(JSON.stringify({ before, after: process.memoryUsage().heapTotal, collected }));
     `);
     assert.equal(result.status, 0, `exit ${result.status} (${result.signal}): ${result.stderr}`);
-    const collected = JSON.parse(result.stdout);
+    // The heap as the process itself sees it, before the call and after it returned.
+    const { before, after, collected } = JSON.parse(result.stdout);
     const megabytes = (bytes: number) => bytes / 1_048_576;
-    assert.ok(
-      megabytes(collected.heapTotalBefore) - megabytes(collected.heapTotalAfter) > 20,
-      `the heap did not shrink: ${result.stdout}`,
-    );
-    assert.ok(collected.rssAfter > 0);
+    assert.ok(megabytes(before) - megabytes(after) > 20, `the heap did not shrink: ${result.stdout}`);
+    // What it reports (serve logs it) is what happened.
+    assert.ok(collected.heapTotalBefore - collected.heapTotalAfter > 20 * 1_048_576, result.stdout);
   });
 });
