@@ -3,6 +3,7 @@ import { buildApp, buildServices } from './app.js';
 import { MAX_USD_AMOUNT, usdToNanos } from './billing/money.js';
 import type { Config } from './config/config-schema.js';
 import { ConfigError, loadConfig } from './config/load-config.js';
+import { applyAllocationSitePretenuring } from './platform/allocation-site-pretenuring.js';
 import { applyHeapGrowth } from './platform/heap-growth.js';
 import { lowerHelperThreads } from './platform/helper-threads.js';
 import { applyParallelScavenge } from './platform/parallel-scavenge.js';
@@ -34,6 +35,7 @@ const megabytes = (bytes: number) => Math.round(bytes / 1_048_576);
 async function serve(config: Config): Promise<void> {
   applyHeapGrowth(config.heap_growth_percent);
   const scavenge = applyParallelScavenge(config.parallel_scavenge);
+  const pretenuring = applyAllocationSitePretenuring(config.allocation_site_pretenuring);
   const youngCap = capYoungGeneration(config.young_generation_mb);
   // Before the app starts its own threads (SQLite, delivery): those keep the priority they choose.
   const helpers = lowerHelperThreads(config.helper_thread_niceness);
@@ -45,6 +47,7 @@ async function serve(config: Config): Promise<void> {
     );
   if (scavenge)
     app.log.info({ flag: scavenge, setting: config.parallel_scavenge }, 'parallel scavenging off');
+  if (pretenuring) app.log.info({ flag: pretenuring }, 'allocation-site pretenuring off');
   if (services.storage.kind === 'sqlite')
     app.log.info(
       { setting: config.sqlite_thread, thread: services.storage.sqliteThread !== null },

@@ -215,6 +215,19 @@ describe('loadConfig', () => {
         );
     });
 
+    it('takes allocation_site_pretenuring as a boolean, off by default', () => {
+      assert.equal(loadConfig({}).allocation_site_pretenuring, false);
+      assert.equal(
+        loadConfig({ SWITCHYARD_CONFIG: file('allocation_site_pretenuring: true\n') })
+          .allocation_site_pretenuring,
+        true,
+      );
+      configError(
+        () => loadConfig({ SWITCHYARD_CONFIG: file('allocation_site_pretenuring: sometimes\n') }),
+        /allocation_site_pretenuring/,
+      );
+    });
+
     it('takes parallel_scavenge as auto, true or false', () => {
       assert.equal(loadConfig({}).parallel_scavenge, 'auto');
       assert.equal(

@@ -133,6 +133,11 @@ export const ConfigSchema = Type.Object(
      */
     parallel_scavenge: Type.Union([Type.Literal('auto'), Type.Boolean()]),
     /**
+     * V8's allocation-site pretenuring (objects of a site that mostly survives are allocated in the
+     * old generation from the start); off by default. See src/platform/allocation-site-pretenuring.ts.
+     */
+    allocation_site_pretenuring: Type.Boolean(),
+    /**
      * The young generation (V8's new space) stops growing at this many megabytes, as V8 reports its
      * size; `0` leaves V8's own growth (to 32 MB under load). See src/platform/young-generation.ts.
      */
@@ -252,6 +257,7 @@ export const defaultConfig: Static<typeof ConfigSchema> = {
   heap_growth_percent: 20,
   helper_thread_niceness: 10,
   parallel_scavenge: 'auto',
+  allocation_site_pretenuring: false,
   young_generation_mb: 8,
   sqlite_background_checkpoint: true,
   sqlite_thread: 'auto',
