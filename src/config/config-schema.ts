@@ -133,8 +133,8 @@ export const ConfigSchema = Type.Object(
      */
     parallel_scavenge: Type.Union([Type.Literal('auto'), Type.Boolean()]),
     /**
-     * V8's allocation-site pretenuring (objects of a site that mostly survives are allocated in the
-     * old generation from the start); off by default. See src/platform/allocation-site-pretenuring.ts.
+     * V8's allocation-site pretenuring (a site whose objects mostly survive has them allocated in
+     * the old generation from the start); off by default. See src/platform/allocation-site-pretenuring.ts.
      */
     allocation_site_pretenuring: Type.Boolean(),
     /**
