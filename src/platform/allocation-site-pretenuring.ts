@@ -1,5 +1,5 @@
 import { setFlagsFromString } from 'node:v8';
-import { givenNodeFlags } from './node-flags.js';
+import { givenNodeFlags, givesV8Flag } from './node-flags.js';
 
 /**
  * V8's allocation-site pretenuring: when most objects from one allocation site (an object or array
@@ -22,7 +22,7 @@ export function applyAllocationSitePretenuring(
 ): string | null {
   if (typeof enabled !== 'boolean')
     throw new RangeError(`allocation-site pretenuring is true or false, got ${String(enabled)}`);
-  if (nodeFlags.some((flag) => /^--?(no[-_]?)?allocation[-_]site[-_]pretenuring$/.test(flag))) return null;
+  if (givesV8Flag(nodeFlags, 'allocation-site-pretenuring')) return null;
   // V8's default is on: only turning it off needs a flag.
   if (enabled) return null;
   const flag = '--no-allocation-site-pretenuring';

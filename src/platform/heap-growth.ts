@@ -1,5 +1,5 @@
 import { setFlagsFromString } from 'node:v8';
-import { givenNodeFlags } from './node-flags.js';
+import { givenNodeFlags, givesV8Flag } from './node-flags.js';
 
 /**
  * V8 collects the old generation when it reaches a limit set after each full collection: what
@@ -22,7 +22,7 @@ export function applyHeapGrowth(
     throw new RangeError(`heap growth must be a non-negative integer percent, got ${percent}`);
   if (percent === 0) return null;
   // An operator who started node with the flag (command line or NODE_OPTIONS) keeps their value.
-  if (nodeFlags.some((flag) => /^--heap[-_]growing[-_]percent(=|$)/.test(flag))) return null;
+  if (givesV8Flag(nodeFlags, 'heap-growing-percent')) return null;
   const flag = `--heap-growing-percent=${percent}`;
   setFlags(flag);
   return flag;

@@ -5,3 +5,15 @@
 export function givenNodeFlags(): string[] {
   return [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)];
 }
+
+/**
+ * Whether `flags` hold one of the V8 flags `names` (written with `-`, without dashes or `no`), in any
+ * spelling node accepts: one or two leading dashes, `_` for `-`, a `no` or `no-` prefix, a `=value`.
+ */
+export function givesV8Flag(flags: readonly string[], ...names: string[]): boolean {
+  return flags.some((flag) => {
+    const name = /^--?([^=]+)/.exec(flag)?.[1]?.replaceAll('_', '-');
+    if (name === undefined) return false;
+    return names.includes(name) || names.includes(name.replace(/^no-?/, ''));
+  });
+}

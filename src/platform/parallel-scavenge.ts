@@ -1,5 +1,5 @@
 import { setFlagsFromString } from 'node:v8';
-import { givenNodeFlags } from './node-flags.js';
+import { givenNodeFlags, givesV8Flag } from './node-flags.js';
 import { onWhenCpusAllow, type WhenCpusAllow } from './usable-cpus.js';
 
 /** `auto`: off when the process has one CPU to run on, on otherwise. */
@@ -29,7 +29,7 @@ export function applyParallelScavenge(
   if (setting !== 'auto' && typeof setting !== 'boolean')
     throw new RangeError(`parallel scavenge is auto, true or false, got ${String(setting)}`);
   const nodeFlags = options.nodeFlags ?? givenNodeFlags();
-  if (nodeFlags.some((flag) => /^--(no[-_])?parallel[-_]scavenge$/.test(flag))) return null;
+  if (givesV8Flag(nodeFlags, 'parallel-scavenge')) return null;
   const on = onWhenCpusAllow(setting, options.cpus);
   // V8's default is on: only turning it off needs a flag.
   if (on) return null;

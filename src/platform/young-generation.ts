@@ -1,6 +1,6 @@
 import { PerformanceObserver } from 'node:perf_hooks';
 import { getHeapSpaceStatistics, setFlagsFromString } from 'node:v8';
-import { givenNodeFlags } from './node-flags.js';
+import { givenNodeFlags, givesV8Flag } from './node-flags.js';
 
 const MB = 1024 * 1024;
 
@@ -52,11 +52,7 @@ export function capYoungGeneration(
     throw new RangeError(`a young generation cap is a non-negative integer of megabytes, got ${megabytes}`);
   if (megabytes === 0) return null;
   const host = { ...processHost(), ...given };
-  if (
-    host.nodeFlags.some((flag) =>
-      /^--(max|min)[-_]semi[-_]space[-_]size(=|$)|^--semi[-_]space[-_]growth[-_]factor(=|$)/.test(flag),
-    )
-  )
+  if (givesV8Flag(host.nodeFlags, 'max-semi-space-size', 'min-semi-space-size', 'semi-space-growth-factor'))
     return null;
   const cap = megabytes * MB;
   /** V8's own factor (its default, and the least it allows at start). */

@@ -18,7 +18,7 @@ const apply = (enabled: boolean, nodeFlags: string[] = []) => {
  * V8 printing its pretenuring decisions. Returns how many decisions were "tenure".
  */
 function tenureDecisions(enabled: boolean): number {
-  // Up to 200,000 objects kept at once (~30 MB): enough for V8 to weigh the site at many scavenges.
+  // Up to 200,000 objects kept at once (~30 MB): V8 weighs the sites at many scavenges.
   const body = `
     import { applyAllocationSitePretenuring } from ${JSON.stringify(moduleUrl)};
     applyAllocationSitePretenuring(${enabled}, undefined, []);
@@ -33,7 +33,18 @@ function tenureDecisions(enabled: boolean): number {
   `;
   const result = spawnSync(
     process.execPath,
-    ['--trace-pretenuring-statistics', '--import', 'tsx', '--input-type=module', '-e', body],
+    [
+      // A 1 MB young generation that is always at its full size, where V8 weighs sites, and no
+      // background threads to move collections around: the control tenures the same sites each run.
+      '--single-threaded',
+      '--max-semi-space-size=1',
+      '--trace-pretenuring-statistics',
+      '--import',
+      'tsx',
+      '--input-type=module',
+      '-e',
+      body,
+    ],
     { encoding: 'utf8', timeout: 30_000, maxBuffer: 64 * 1024 * 1024 },
   );
   assert.equal(result.status, 0, `exit ${result.status} (${result.signal}): ${result.stderr}`);
