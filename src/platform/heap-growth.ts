@@ -21,7 +21,7 @@ export function applyHeapGrowth(
   if (!Number.isSafeInteger(percent) || percent < 0)
     throw new RangeError(`heap growth must be a non-negative integer percent, got ${percent}`);
   if (percent === 0) return null;
-  // An operator who started node with the flag (command line or NODE_OPTIONS) keeps their value.
+  // An operator who started node with the flag keeps their value.
   if (givesV8Flag(nodeFlags, 'heap-growing-percent')) return null;
   const flag = `--heap-growing-percent=${percent}`;
   setFlags(flag);

@@ -1,6 +1,8 @@
 /**
  * The flags node itself was started with: its command line and `NODE_OPTIONS`. A V8 setting the
  * gateway applies at start (heap growth, parallel scavenging) leaves one an operator gave here.
+ * Node takes only a few V8 flags in `NODE_OPTIONS` (`--max-semi-space-size` among them; not
+ * `--heap-growing-percent`, `--[no-]parallel-scavenge` or pretenuring): the rest come on its command line.
  */
 export function givenNodeFlags(): string[] {
   return [...process.execArgv, ...(process.env.NODE_OPTIONS ?? '').split(/\s+/)];

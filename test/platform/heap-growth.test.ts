@@ -23,7 +23,7 @@ describe('applyHeapGrowth', () => {
     assert.deepEqual(flags, []);
   });
 
-  it('leaves a value given to node itself (command line or NODE_OPTIONS) in place', () => {
+  it("leaves a value given on node's command line in place", () => {
     const flags: string[] = [];
     for (const given of [
       ['--heap-growing-percent=50'],

@@ -24,7 +24,7 @@ describe('applyParallelScavenge', () => {
     assert.deepEqual(apply(true, 1), { result: null, flags: [] });
   });
 
-  it('leaves a choice given to node itself (command line or NODE_OPTIONS) in place', () => {
+  it("leaves a choice given on node's command line in place", () => {
     for (const given of [['--parallel-scavenge'], ['--no-parallel-scavenge'], ['--no_parallel_scavenge']])
       assert.deepEqual(apply(false, 1, given), { result: null, flags: [] });
     // Another flag that merely starts alike is not that choice.
