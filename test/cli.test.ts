@@ -457,6 +457,40 @@ describe('the switchyard CLI', () => {
       }
     });
 
+    it('serves with the young generation the start-up collection left, not the one starting grew', async () => {
+      // Starting (and Fastify's ready step: route schemas compiled, hooks run) grows V8's new space
+      // to 32 MB; young_generation_mb only stops growth, so unless the start-up collection comes
+      // after all of it, the gateway serves with a young generation four times its cap.
+      const port = await freePort();
+      const url = `http://127.0.0.1:${port}`;
+      const { child, result } = spawnCli(
+        ['serve'],
+        childEnv(database, {
+          PORT: String(port),
+          HOST: '127.0.0.1',
+          REDIS_PREFIX: `switchyard-test-${randomBytes(6).toString('hex')}:`,
+        }),
+      );
+      const exited = result.then(
+        (run) => ({ run, error: null }),
+        (error: Error) => ({ run: null, error }),
+      );
+      await waitForHealth(url, child, Date.now() + SPAWN_TIMEOUT_MS);
+      const metrics = await (await fetch(`${url}/metrics`)).text();
+      child.kill('SIGTERM');
+      const outcome = await exited;
+      if (outcome.error) throw outcome.error;
+      assert.ok(outcome.run);
+      assertExit(outcome.run, 0);
+      const newSpace = /^switchyard_nodejs_heap_space_size_total_bytes\{space="new"\} (\d+)$/m.exec(metrics);
+      assert.ok(newSpace, `no new-space size in /metrics:\n${metrics.slice(0, 2000)}`);
+      const defaultCapBytes = 8 * 1_048_576;
+      assert.ok(
+        Number(newSpace[1]) <= defaultCapBytes,
+        `the young generation is ${Number(newSpace[1]) / 1_048_576} MB, over its 8 MB cap`,
+      );
+    });
+
     it('on SIGTERM finishes the in-flight request, exits 0 and stops listening', async () => {
       const port = await freePort();
       const bootstrap = newSecret();
