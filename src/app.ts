@@ -1,3 +1,4 @@
+import { createServer } from 'node:http';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
@@ -24,11 +25,11 @@ import { createExporterHttp } from './broadcast/exporter-http.js';
 import { buildCatalog } from './catalog/catalog.js';
 import { catalogRoutes } from './catalog/catalog-routes.js';
 import type { Config } from './config/config-schema.js';
-import { AppError, invalidRequest } from './errors/app-error.js';
 import { installErrorRenderer, renderClientError, renderError } from './errors/error-renderer.js';
 import { chatCompletionsDialect } from './gateway/dialects/chat-completions/chat-completions-dialect.js';
 import { messagesDialect } from './gateway/dialects/messages/messages-dialect.js';
 import { responsesDialect } from './gateway/dialects/responses/responses-dialect.js';
+import { createDirectLane, type DirectLane } from './gateway/direct-lane.js';
 import { generationRoutes } from './gateway/generation-routes.js';
 import { createInference } from './gateway/inference.js';
 import { createAuthenticator } from './gateway/pipeline/authenticate.js';
@@ -43,7 +44,7 @@ import { opsRoutes } from './ops/ops-routes.js';
 import { type ChangeBus, createLocalChangeBus, createRedisChangeBus } from './platform/change-bus.js';
 import { type Clock, systemClock } from './platform/clock.js';
 import { installGracefulClose } from './platform/graceful-close.js';
-import { describeDeepPath, MAX_JSON_DEPTH, pathTooDeepIn } from './platform/json-depth.js';
+import { createJsonBodyParser, parseJsonBodies } from './platform/json-body.js';
 import { createContentFilterMetrics, createGenerationMetrics, installMetrics } from './platform/metrics.js';
 import { connectRedis, whenReady } from './platform/redis.js';
 import { requestLoggerFactory } from './platform/request-logger.js';
@@ -155,61 +156,6 @@ function publicUrl(app: FastifyInstance, config: Config): string {
   return `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
 }
 
-/** Charsets a JSON body may declare: JSON travels as UTF-8 (RFC 8259), and ASCII is a subset of it. */
-const UTF8_CHARSETS = new Set(['utf-8', 'utf8', 'us-ascii']);
-
-/** The `charset` parameter of a Content-Type header, unquoted, or null when there is none. */
-function declaredCharset(contentType: string | undefined): string | null {
-  // Parameter names are case-insensitive (RFC 9110): `Charset=` counts too.
-  if (contentType === undefined || !contentType.includes(';')) return null;
-  return /;\s*charset\s*=\s*"?([^";\s]*)"?/i.exec(contentType)?.[1] ?? null;
-}
-
-/**
- * Fastify's JSON parser (prototype poisoning refused), with three changes. Many HTTP clients send
- * `Content-Type: application/json` on every request, DELETE included, with no body: Fastify refuses
- * an empty JSON body, and a DELETE has nothing to parse, so it gets no body instead. And a body
- * nesting more than MAX_JSON_DEPTH levels is refused with a 400 naming where (src/platform/json-depth.ts):
- * serializing it, or any recursive walk of it, would overflow the stack. A body declared in a
- * charset other than UTF-8 is a 415: it is read as UTF-8.
- */
-function parseJsonBodies(app: FastifyInstance): void {
-  const parse = app.getDefaultJsonParser('error', 'error');
-  app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) => {
-    const charset = declaredCharset(request.headers['content-type']);
-    if (charset !== null && !UTF8_CHARSETS.has(charset.toLowerCase())) {
-      // The body is read as UTF-8: another charset's bytes would become other text, or U+FFFD.
-      done(
-        new AppError(
-          'unsupported_media_type',
-          `Content-Type charset ${charset} is not supported: send the JSON body as UTF-8`,
-        ),
-        undefined,
-      );
-      return;
-    }
-    const text = body as string;
-    if (request.method === 'DELETE' && text === '') {
-      done(null, undefined);
-      return;
-    }
-    parse(request, text, (error, value) => {
-      const tooDeep = error ? null : pathTooDeepIn(text, value);
-      if (tooDeep) {
-        done(
-          invalidRequest(
-            `Invalid request parameters: ${describeDeepPath('body', tooDeep)} nests more than ${MAX_JSON_DEPTH} levels deep`,
-          ),
-          undefined,
-        );
-        return;
-      }
-      done(error, value);
-    });
-  });
-}
-
 /** The one composition root: config in, a ready (not yet listening) Fastify app out. */
 export async function buildApp(options: BuildOptions): Promise<{ app: FastifyInstance; services: Services }> {
   const { config } = options;
@@ -240,8 +186,30 @@ export async function buildApp(options: BuildOptions): Promise<{ app: FastifyIns
     throw error;
   }
 
+  // Fastify's request ids, shared with the direct lane so that log lines of both read alike.
+  let lastRequestId = 0;
+  const nextRequestId = () => {
+    lastRequestId = (lastRequestId + 1) % 0x7fffffff;
+    return `req-${lastRequestId.toString(36)}`;
+  };
+  /** Set once the inference surfaces exist; until then (and with `direct_lane: false`) Fastify serves all. */
+  let lane: DirectLane | null = null;
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
+    genReqId: nextRequestId,
+    // The server Fastify would make (its timeouts, which it leaves to a factory to set), with the
+    // direct lane in front of Fastify's handler.
+    serverFactory: (handler, options) => {
+      const setting = (name: string, fallback: number) =>
+        typeof options[name] === 'number' ? (options[name] as number) : fallback;
+      const server = createServer((request, response) => {
+        if (lane === null || !lane(request, response)) handler(request, response);
+      });
+      server.keepAliveTimeout = setting('keepAliveTimeout', 72_000);
+      server.requestTimeout = setting('requestTimeout', 0);
+      server.setTimeout(setting('connectionTimeout', 0));
+      return server;
+    },
     // request.log's pino child is made on the first line logged (src/platform/request-logger.ts).
     childLoggerFactory: requestLoggerFactory,
     bodyLimit: config.limits.body_bytes,
@@ -257,12 +225,13 @@ export async function buildApp(options: BuildOptions): Promise<{ app: FastifyIns
     return503OnClosing: false,
     routerOptions: { ignoreTrailingSlash: true },
   });
-  installGracefulClose(app);
+  const closeState = installGracefulClose(app);
   app.decorateRequest('principal', null);
-  installValidators(app);
-  parseJsonBodies(app);
+  const compileBodyValidator = installValidators(app);
+  const parseJson = createJsonBodyParser(app);
+  parseJsonBodies(app, parseJson);
   installErrorRenderer(app);
-  const metrics = installMetrics(app);
+  const { registry: metrics, observeDirectRequest } = installMetrics(app);
 
   const countContentFilter = createContentFilterMetrics(metrics);
   /** The HTTP client of destination checks and deliveries (SSRF rules, timeouts). */
@@ -373,7 +342,21 @@ export async function buildApp(options: BuildOptions): Promise<{ app: FastifyIns
         })
       : createMemoryRateLimiter(settings);
   }
-  app.addHook('onRequest', createAuthenticator({ cache: services.cache, clock, rateLimiter }));
+  const authenticator = createAuthenticator({ cache: services.cache, clock, rateLimiter });
+  app.addHook('onRequest', authenticator.hook);
+  if (config.direct_lane)
+    lane = createDirectLane({
+      prefix: API_PREFIX,
+      surfaces: inference.surfaces,
+      authenticator,
+      parseJson,
+      compileBodyValidator,
+      bodyLimit: config.limits.body_bytes,
+      observeRequest: observeDirectRequest,
+      close: closeState,
+      logger,
+      nextRequestId,
+    });
 
   app.addHook('onRoute', (route) => {
     // The docs page's own routes are public.

@@ -155,6 +155,12 @@ export const ConfigSchema = Type.Object(
      * ~9 MB on one core (docs/decisions.md). `true`/`false` force it. Ignored on PostgreSQL.
      */
     sqlite_thread: Type.Union([Type.Literal('auto'), Type.Boolean()]),
+    /**
+     * Serve inference requests from node:http past Fastify's request lifecycle when their line and
+     * headers need nothing more of it (src/gateway/direct-lane.ts); `false` sends every request
+     * through Fastify's routes, which answer the same.
+     */
+    direct_lane: Type.Boolean(),
     broadcast: Type.Object(
       {
         /**
@@ -261,6 +267,7 @@ export const defaultConfig: Static<typeof ConfigSchema> = {
   young_generation_mb: 8,
   sqlite_background_checkpoint: true,
   sqlite_thread: 'auto',
+  direct_lane: true,
   broadcast: {
     allow_private_networks: false,
     region: 'global',

@@ -11,7 +11,12 @@ import { createEndpointHealth } from '../catalog/endpoint-health.js';
 import type { Config } from '../config/config-schema.js';
 import type { Clock } from '../platform/clock.js';
 import type { Dialect } from './dialects/dialect.js';
-import { registerDialectRoute, registerEmbeddingsRoute } from './dialects/dialect-routes.js';
+import {
+  dialectSurface,
+  embeddingsSurface,
+  type InferenceSurface,
+  registerSurfaceRoute,
+} from './dialects/dialect-routes.js';
 import { createGenerationService } from './pipeline/generation-service.js';
 import type { ContentFilterStage } from './pipeline/guardrail-stage.js';
 import { createAttemptPlanner } from './pipeline/plan-attempts.js';
@@ -23,7 +28,7 @@ import { createUpstreamHttp } from './providers/shared/upstream-http.js';
 /**
  * Assembles the data plane: upstream HTTP client and adapters, endpoint health, the attempt
  * planner, spend counters (shared through Redis when configured), and the generation service;
- * `register` mounts the inference surfaces under the API prefix.
+ * `register` mounts the inference surfaces under the API prefix, and the direct lane serves them too.
  */
 export async function createInference(options: {
   config: Config;
@@ -85,14 +90,20 @@ export async function createInference(options: {
       : options.log,
     addKeyUsage: (hash, amount) => options.keyCache.addUsage(hash, amount),
   });
+  const surfaces: InferenceSurface[] = [
+    ...options.dialects.map((surface) => dialectSurface({ ...surface, service })),
+    embeddingsSurface(service),
+  ];
   return {
     service,
     health,
     counters,
     credits,
+    /** The inference surfaces, for the direct lane (src/gateway/direct-lane.ts). */
+    surfaces,
+    /** Mounts every surface as a Fastify route under `api`'s prefix. */
     register(api: FastifyInstance) {
-      for (const surface of options.dialects) registerDialectRoute(api, { ...surface, service });
-      registerEmbeddingsRoute(api, service);
+      for (const surface of surfaces) registerSurfaceRoute(api, surface);
     },
     async close() {
       credits.close();

@@ -8,7 +8,14 @@ import { AppError } from '../errors/app-error.js';
  * timeout (72 s), past the shutdown timeout; so such responses say `Connection: close` and idle
  * connections are dropped after each one.
  */
-export function installGracefulClose(app: FastifyInstance): void {
+export interface CloseState {
+  /** True once close() began: new requests get a 503, answers close their connection. */
+  readonly closing: boolean;
+  /** After an answer finished while closing: drops the connections left idle. */
+  answered(): void;
+}
+
+export function installGracefulClose(app: FastifyInstance): CloseState {
   let closing = false;
   app.addHook('preClose', async () => {
     closing = true;
@@ -27,8 +34,17 @@ export function installGracefulClose(app: FastifyInstance): void {
     if (closing) reply.header('connection', 'close');
     done(null, payload);
   });
+  const state: CloseState = {
+    get closing() {
+      return closing;
+    },
+    answered() {
+      if (closing) setImmediate(() => app.server.closeIdleConnections());
+    },
+  };
   app.addHook('onResponse', (_request, _reply, done) => {
-    if (closing) setImmediate(() => app.server.closeIdleConnections());
+    state.answered();
     done();
   });
+  return state;
 }

@@ -3,11 +3,20 @@ import { Counter, collectDefaultMetrics, Registry } from 'prom-client';
 import type { GenerationRecordInput } from '../billing/generation-log.js';
 import { LabelledCounter, LabelledHistogram } from './labelled-metrics.js';
 
+/** Counts one answered request: its method, route template, status and seconds since it arrived. */
+export type RequestObserver = (method: string, route: string, status: number, seconds: number) => void;
+
 /**
  * Prometheus metrics of one app: requests by route template and status, and a latency histogram.
  * The registry belongs to the app (not prom-client's global) so several apps can share a process.
+ * `observeDirectRequest` counts a request the direct lane served (src/gateway/direct-lane.ts) in
+ * them the same way, and in `switchyard_direct_lane_requests_total` too: the share of inference
+ * traffic that went past Fastify.
  */
-export function installMetrics(app: FastifyInstance): Registry {
+export function installMetrics(app: FastifyInstance): {
+  registry: Registry;
+  observeDirectRequest: RequestObserver;
+} {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry, prefix: 'switchyard_' });
   // Counted on every request: the request path's own counters (src/platform/labelled-metrics.ts).
@@ -24,15 +33,34 @@ export function installMetrics(app: FastifyInstance): Registry {
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
     registry,
   });
+  const direct = new LabelledCounter({
+    name: 'switchyard_direct_lane_requests_total',
+    help: 'Inference requests served by the direct lane, past Fastify, by route template',
+    labelNames: ['route'],
+    registry,
+  });
+  const observeRequest: RequestObserver = (method, route, status, seconds) => {
+    requests.inc([method, route, statusText(status)]);
+    duration.observe([method, route], seconds);
+  };
   // Callback style: an async hook would cost every request a promise.
   app.addHook('onResponse', (request, reply, done) => {
     // The template, never the raw URL, keeps label cardinality bounded; unknown routes share one label.
-    const route = request.routeOptions.url ?? 'unmatched';
-    requests.inc([request.method, route, statusText(reply.statusCode)]);
-    duration.observe([request.method, route], reply.elapsedTime / 1000);
+    observeRequest(
+      request.method,
+      request.routeOptions.url ?? 'unmatched',
+      reply.statusCode,
+      reply.elapsedTime / 1000,
+    );
     done();
   });
-  return registry;
+  return {
+    registry,
+    observeDirectRequest: (method, route, status, seconds) => {
+      observeRequest(method, route, status, seconds);
+      direct.inc([route]);
+    },
+  };
 }
 
 const statusTexts = new Map<number, string>();

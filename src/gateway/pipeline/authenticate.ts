@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { CachedKey, KeyCache } from '../../admin/keys/key-cache.js';
 import { AppError, managementKeyRequired } from '../../errors/app-error.js';
@@ -40,11 +41,28 @@ const failWith =
  * The bearer credential. Anthropic's clients send the key as `x-api-key` instead (SDKs before 1.0,
  * curl examples from its docs); it is accepted as if it were `Authorization: Bearer <key>`.
  */
-function credentialHeader(request: FastifyRequest): string | undefined {
-  const authorization = request.headers.authorization;
+function credentialHeader(headers: IncomingHttpHeaders): string | undefined {
+  const authorization = headers.authorization;
   if (authorization !== undefined && authorization.trim() !== '') return authorization;
-  const apiKey = request.headers['x-api-key'];
+  const apiKey = headers['x-api-key'];
   return typeof apiKey === 'string' && apiKey.trim() !== '' ? `Bearer ${apiKey.trim()}` : authorization;
+}
+
+/** Fastify's onRequest hook, callback style. */
+type OnRequestHook = (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => void;
+
+export interface Authenticator {
+  /** The onRequest hook of every route: the principal, or the 401/403/429 that refuses the request. */
+  hook: OnRequestHook;
+  /**
+   * The principal of the key these headers name, as the hook finds it: at once when the key is in
+   * memory, else once it is loaded; throws (or rejects with) the 401 of a missing, malformed,
+   * unknown, disabled or expired key. The direct lane (src/gateway/direct-lane.ts) authenticates
+   * with it, so its answers are the hook's.
+   */
+  principalOf(headers: IncomingHttpHeaders): Principal | Promise<Principal>;
+  /** Counts one request against the key's rate limit: null when admitted, else the 429 to send. */
+  rateLimit(principal: Principal): AppError | null | Promise<AppError | null>;
 }
 
 /**
@@ -55,7 +73,7 @@ export function createAuthenticator(options: {
   cache: KeyCache;
   clock: Clock;
   rateLimiter: RateLimiter | null;
-}) {
+}): Authenticator {
   const { cache, clock, rateLimiter } = options;
   /**
    * The SHA-256 of tokens that named a valid key, by token: hashing costs every request ~4-7 µs of
@@ -85,14 +103,17 @@ export function createAuthenticator(options: {
     };
   }
 
+  /** The bearer token of a credential header, or null when the header holds none. */
+  function tokenOf(header: string): string | null {
+    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
+    return match?.[1] && match[1].length <= MAX_TOKEN_LENGTH ? match[1] : null;
+  }
+
   /** The principal, without awaiting when the key's entry is already in memory (the common case). */
   function principalFor(header: string | undefined): Principal | Promise<Principal> {
     if (header === undefined || header.trim() === '') throw unauthorized('Missing Authentication header');
-    const match = /^Bearer\s+(\S+)\s*$/i.exec(header);
-    if (!match?.[1] || match[1].length > MAX_TOKEN_LENGTH) {
-      throw unauthorized('Invalid Authentication header: expected "Bearer <API key>"');
-    }
-    const token = match[1];
+    const token = tokenOf(header);
+    if (token === null) throw unauthorized('Invalid Authentication header: expected "Bearer <API key>"');
     const known = hashes.get(token);
     const hash = known ?? hashApiKey(token);
     const cached = cache.peek(hash);
@@ -118,6 +139,12 @@ export function createAuthenticator(options: {
     });
   }
 
+  function rateLimit(principal: Principal): AppError | null | Promise<AppError | null> {
+    if (!rateLimiter) return null;
+    const decision = rateLimiter.hit(principal.keyHash);
+    return decision instanceof Promise ? decision.then(rateLimited) : rateLimited(decision);
+  }
+
   function admit(
     request: FastifyRequest,
     auth: 'any' | 'management',
@@ -129,29 +156,25 @@ export function createAuthenticator(options: {
       done(managementKeyRequired());
       return;
     }
-    if (!rateLimiter) {
-      done();
-      return;
-    }
-    let decision: RateLimitDecision | Promise<RateLimitDecision>;
+    let refusal: AppError | null | Promise<AppError | null>;
     try {
-      decision = rateLimiter.hit(principal.keyHash);
+      refusal = rateLimit(principal);
     } catch (error) {
       done(error as Error);
       return;
     }
-    if (decision instanceof Promise) {
-      decision.then((settled) => done(rateLimited(settled) ?? undefined), failWith(done));
+    if (refusal instanceof Promise) {
+      refusal.then((settled) => done(settled ?? undefined), failWith(done));
       return;
     }
-    done(rateLimited(decision) ?? undefined);
+    done(refusal ?? undefined);
   }
 
   /**
    * A callback-style onRequest hook: a request whose key is cached passes without a promise (this
    * runs for every request; each avoided await is time on the hot path).
    */
-  return function authenticate(request: FastifyRequest, _reply: FastifyReply, done: (error?: Error) => void) {
+  const hook: OnRequestHook = (request, _reply, done) => {
     const auth = request.routeOptions.config.auth ?? 'any';
     // An unknown route answers 404 whoever asks; there is nothing behind it to protect.
     if (auth === 'public' || request.is404) {
@@ -160,7 +183,7 @@ export function createAuthenticator(options: {
     }
     let principal: Principal | Promise<Principal>;
     try {
-      principal = principalFor(credentialHeader(request));
+      principal = principalFor(credentialHeader(request.headers));
     } catch (error) {
       done(error as Error);
       return;
@@ -173,4 +196,5 @@ export function createAuthenticator(options: {
     }
     admit(request, auth, principal, done);
   };
+  return { hook, principalOf: (headers) => principalFor(credentialHeader(headers)), rateLimit };
 }

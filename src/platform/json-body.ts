@@ -1,0 +1,81 @@
+import type { FastifyInstance } from 'fastify';
+import { AppError, invalidRequest } from '../errors/app-error.js';
+import { describeDeepPath, MAX_JSON_DEPTH, pathTooDeepIn } from './json-depth.js';
+
+/** Charsets a JSON body may declare: JSON travels as UTF-8 (RFC 8259), and ASCII is a subset of it. */
+const UTF8_CHARSETS = new Set(['utf-8', 'utf8', 'us-ascii']);
+
+/** The `charset` parameter of a Content-Type header, unquoted, or null when there is none. */
+function declaredCharset(contentType: string | undefined): string | null {
+  // Parameter names are case-insensitive (RFC 9110): `Charset=` counts too.
+  if (contentType === undefined || !contentType.includes(';')) return null;
+  return /;\s*charset\s*=\s*"?([^";\s]*)"?/i.exec(contentType)?.[1] ?? null;
+}
+
+/** Whether a Content-Type declares a charset other than UTF-8 (or ASCII), which a JSON body may not. */
+export function declaresOtherCharset(contentType: string | undefined): boolean {
+  const charset = declaredCharset(contentType);
+  return charset !== null && !UTF8_CHARSETS.has(charset.toLowerCase());
+}
+
+type Done = (error: Error | null, value: unknown) => void;
+
+/** Reads one JSON request body's text (UTF-8) as its value, or the error that refuses it. */
+export type JsonBodyParser = (
+  request: { method: string; headers: { 'content-type'?: string | undefined } },
+  text: string,
+  done: Done,
+) => void;
+
+/**
+ * How every route reads a JSON body: Fastify's JSON parser (prototype poisoning refused), with three
+ * changes. Many HTTP clients send `Content-Type: application/json` on every request, DELETE
+ * included, with no body: Fastify refuses an empty JSON body, and a DELETE has nothing to parse, so
+ * it gets no body instead. A body nesting more than MAX_JSON_DEPTH levels is refused with a 400
+ * naming where (src/platform/json-depth.ts): serializing it, or any recursive walk of it, would
+ * overflow the stack. A body declared in a charset other than UTF-8 is a 415: it is read as UTF-8.
+ * Fastify's routes and the direct lane (src/gateway/direct-lane.ts) both parse with it.
+ */
+export function createJsonBodyParser(app: FastifyInstance): JsonBodyParser {
+  const parse = app.getDefaultJsonParser('error', 'error');
+  return (request, text, done) => {
+    const contentType = request.headers['content-type'];
+    if (declaresOtherCharset(contentType)) {
+      // The body is read as UTF-8: another charset's bytes would become other text, or U+FFFD.
+      done(
+        new AppError(
+          'unsupported_media_type',
+          `Content-Type charset ${declaredCharset(contentType)} is not supported: send the JSON body as UTF-8`,
+        ),
+        undefined,
+      );
+      return;
+    }
+    if (request.method === 'DELETE' && text === '') {
+      done(null, undefined);
+      return;
+    }
+    // Fastify's parser reads neither the request nor anything but the text.
+    parse(request as never, text, (error, value) => {
+      const tooDeep = error ? null : pathTooDeepIn(text, value);
+      if (tooDeep) {
+        done(
+          invalidRequest(
+            `Invalid request parameters: ${describeDeepPath('body', tooDeep)} nests more than ${MAX_JSON_DEPTH} levels deep`,
+          ),
+          undefined,
+        );
+        return;
+      }
+      done(error, value);
+    });
+  };
+}
+
+/** Registers the parser as Fastify's for `application/json`. */
+export function parseJsonBodies(app: FastifyInstance, parser: JsonBodyParser): void {
+  app.removeContentTypeParser('application/json');
+  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) =>
+    parser(request, body as string, done),
+  );
+}

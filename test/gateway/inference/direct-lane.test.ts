@@ -1,0 +1,374 @@
+import assert from 'node:assert/strict';
+import { request as httpRequest } from 'node:http';
+import { after, before, describe, it } from 'node:test';
+import { startFakeUpstream } from '../../helpers/fake-upstream.js';
+import { startTestApp, type TestApp } from '../../helpers/test-app.js';
+import { acmeCatalog, createKey } from './harness.js';
+
+/**
+ * The direct lane (src/gateway/direct-lane.ts) serves JSON inference requests past Fastify. Two
+ * gateways, alike but for `direct_lane`, get the same requests: every answer — status, the headers
+ * a client reads, the body (ids and clocks aside) — must be the same, and only the lane's gateway
+ * counts them as the lane's.
+ */
+
+const BODY_LIMIT = 4096;
+
+/** The headers compared: what clients and SDKs read. */
+const COMPARED_HEADERS = [
+  'content-type',
+  'content-length',
+  'cache-control',
+  'retry-after',
+  'x-ratelimit-limit',
+  'x-ratelimit-remaining',
+  'connection',
+];
+
+interface Answer {
+  status: number;
+  headers: Record<string, string | null>;
+  hasGenerationId: boolean;
+  body: string;
+}
+
+/** Ids and clocks differ between two gateways and runs; everything else must not. */
+function normalized(text: string): string {
+  return text
+    .replace(/\d{10}-[0-9a-f]{22}/g, '<id>')
+    .replace(/"(created|created_at|completed_at)":\d+/g, '"$1":0')
+    .replace(/"(latency_ms|generation_time_ms|first_token_ms)":\d+/g, '"$1":0');
+}
+
+/** One request on a connection of its own (raw, so that any header or body can be sent). */
+function send(
+  gateway: TestApp,
+  options: { method?: string; path: string; headers: Record<string, string>; body?: string | Buffer },
+): Promise<Answer> {
+  return new Promise((resolve, reject) => {
+    const request = httpRequest(`${gateway.url}${options.path}`, {
+      method: options.method ?? 'POST',
+      agent: false,
+      headers: options.headers,
+    });
+    request.on('error', reject);
+    request.on('response', (response) => {
+      const chunks: Buffer[] = [];
+      response.on('data', (chunk: Buffer) => chunks.push(chunk));
+      response.on('end', () => {
+        const headers: Record<string, string | null> = {};
+        for (const name of COMPARED_HEADERS) {
+          const value = response.headers[name];
+          headers[name] = value === undefined ? null : String(value);
+        }
+        resolve({
+          status: response.statusCode ?? 0,
+          headers,
+          hasGenerationId: typeof response.headers['x-generation-id'] === 'string',
+          body: normalized(Buffer.concat(chunks).toString('utf8')),
+        });
+      });
+    });
+    request.end(options.body);
+  });
+}
+
+/** A lane counter of `/metrics`: how many requests of `route` the lane served. */
+async function laneCount(gateway: TestApp, route: string): Promise<number> {
+  const metrics = await gateway.request('GET', '/metrics', { key: null });
+  const line = metrics.text
+    .split('\n')
+    .find((candidate) => candidate.startsWith(`switchyard_direct_lane_requests_total{route="${route}"}`));
+  return line ? Number(line.split(' ').pop()) : 0;
+}
+
+describe('the direct lane', () => {
+  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let lane: TestApp;
+  let routes: TestApp;
+  const keys = new Map<TestApp, { key: string; management: string }>();
+
+  before(async () => {
+    upstream = await startFakeUpstream();
+    upstream.handle((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end(
+        JSON.stringify({
+          id: 'chatcmpl-1',
+          object: 'chat.completion',
+          created: 1,
+          model: 'widget-1',
+          choices: [{ index: 0, message: { role: 'assistant', content: 'Hello.' }, finish_reason: 'stop' }],
+          usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 },
+        }),
+      );
+    });
+    const config = (directLane: boolean) => ({
+      direct_lane: directLane,
+      credits: { initial: 100 },
+      limits: { body_bytes: BODY_LIMIT, rate_limit: { requests: 1000, window_seconds: 60 } },
+      catalog: acmeCatalog(`${upstream.url}/v1`),
+      providers: { acme: { api_key: 'k' } },
+    });
+    [lane, routes] = await Promise.all([
+      startTestApp({ demo: true, config: config(true) }),
+      startTestApp({ demo: true, config: config(false) }),
+    ]);
+    for (const gateway of [lane, routes])
+      keys.set(gateway, { key: (await createKey(gateway)).key, management: gateway.managementKey });
+  });
+  after(async () => {
+    await Promise.all([lane?.close(), routes?.close()]);
+    await upstream?.close();
+  });
+
+  /** Sends the same request to both gateways, in turn, and asserts the two answers are the same. */
+  async function both(
+    path: string,
+    options: {
+      body?: unknown;
+      rawBody?: string | Buffer;
+      headers?: Record<string, string>;
+      key?: 'key' | 'management' | null;
+    },
+  ): Promise<Answer> {
+    const answers: Answer[] = [];
+    for (const gateway of [lane, routes]) {
+      const { key, management } = keys.get(gateway) as { key: string; management: string };
+      const which = options.key === undefined ? 'key' : options.key;
+      const headers: Record<string, string> = {
+        'content-type': 'application/json',
+        ...(which === null ? {} : { authorization: `Bearer ${which === 'key' ? key : management}` }),
+        ...options.headers,
+      };
+      const body = options.rawBody ?? (options.body === undefined ? undefined : JSON.stringify(options.body));
+      answers.push(
+        await send(gateway, { path: `/api/v1${path}`, headers, ...(body === undefined ? {} : { body }) }),
+      );
+    }
+    assert.deepEqual(answers[0], answers[1], 'the lane answers as the route does');
+    return answers[0] as Answer;
+  }
+
+  const chat = { model: 'switchyard/echo', messages: [{ role: 'user', content: 'same answer' }] };
+
+  it('answers a generation on every surface as the routes do, streamed or not', async () => {
+    assert.equal((await both('/chat/completions', { body: chat })).status, 200);
+    assert.equal((await both('/chat/completions', { body: { ...chat, stream: true } })).status, 200);
+    assert.equal(
+      (await both('/chat/completions', { body: { ...chat, model: 'acme/widget-1' } })).status,
+      200,
+    );
+    const input = { model: 'switchyard/echo', input: 'same answer' };
+    assert.equal((await both('/responses', { body: input })).status, 200);
+    const streamed = await both('/responses', { body: { ...input, stream: true } });
+    assert.match(streamed.body, /response\.completed/);
+    const message = { model: 'switchyard/echo', max_tokens: 20, messages: [{ role: 'user', content: 'hi' }] };
+    assert.equal((await both('/messages', { body: message })).status, 200);
+    assert.match((await both('/messages', { body: { ...message, stream: true } })).body, /message_stop/);
+    const embedded = await both('/embeddings', { body: { model: 'switchyard/embed', input: ['a', 'b'] } });
+    assert.equal(embedded.status, 200);
+    assert.equal(embedded.hasGenerationId, true);
+  });
+
+  it('refuses what the routes refuse, with the same status, headers and envelope', async () => {
+    // Schema, unknown field, the dialect's own rules, upstream failures.
+    const schema = await both('/chat/completions', { body: { model: 'x' } });
+    assert.equal(schema.status, 400);
+    assert.match(JSON.parse(schema.body).error.message, /body\.messages/);
+    await both('/chat/completions', { body: { ...chat, tempratur: 1 } });
+    await both('/chat/completions', { body: { ...chat, n: 3 } });
+    await both('/chat/completions', { body: { ...chat, model: 'switchyard/fail-429' } });
+    await both('/chat/completions', { body: { ...chat, model: 'no/such-model' } });
+    await both('/responses', { body: { model: 'switchyard/echo', input: [] } });
+    await both('/messages', { body: { model: 'switchyard/echo', messages: [] } });
+    await both('/embeddings', { body: { model: 'switchyard/embed', input: [] } });
+    // A management key on inference.
+    assert.equal((await both('/chat/completions', { body: chat, key: 'management' })).status, 403);
+  });
+
+  it('reads bodies as the routes do: malformed, empty, too deep, too large, other charsets', async () => {
+    for (const path of ['/chat/completions', '/messages', '/responses', '/embeddings']) {
+      assert.equal((await both(path, { rawBody: '{"model": ' })).status, 400);
+      assert.equal((await both(path, { rawBody: '' })).status, 400);
+      assert.equal((await both(path, { rawBody: '{"__proto__": {"polluted": true}}' })).status, 400);
+      assert.equal((await both(path, { rawBody: `${'['.repeat(200)}${']'.repeat(200)}` })).status, 400);
+      assert.equal(
+        (await both(path, { rawBody: JSON.stringify({ ...chat, pad: 'x'.repeat(BODY_LIMIT) }) })).status,
+        413,
+      );
+    }
+    const utf16 = await both('/chat/completions', {
+      body: chat,
+      headers: { 'content-type': 'application/json; charset=utf-16' },
+    });
+    assert.equal(utf16.status, 415);
+    // Other Content-Types go to Fastify on both gateways; the answers agree all the same: text is
+    // read as a string (then refused by the schema), anything else is not read at all.
+    const text = await both('/chat/completions', { body: chat, headers: { 'content-type': 'text/plain' } });
+    assert.equal(text.status, 400);
+    assert.match(JSON.parse(text.body).error.message, /body must be object/);
+    const xml = await both('/chat/completions', {
+      body: chat,
+      headers: { 'content-type': 'application/xml' },
+    });
+    assert.equal(xml.status, 415);
+    assert.equal(
+      (
+        await both('/chat/completions', {
+          body: chat,
+          headers: { 'content-type': 'application/json; charset=UTF-8' },
+        })
+      ).status,
+      200,
+    );
+  });
+
+  it('authenticates as the routes do', async () => {
+    assert.equal((await both('/chat/completions', { body: chat, key: null })).status, 401);
+    assert.equal(
+      (await both('/chat/completions', { body: chat, key: null, headers: { authorization: 'Basic abc' } }))
+        .status,
+      401,
+    );
+    assert.equal(
+      (
+        await both('/messages', {
+          body: chat,
+          key: null,
+          headers: { authorization: `Bearer sk-sy-v1-${'0'.repeat(64)}` },
+        })
+      ).status,
+      401,
+    );
+  });
+
+  it('takes the query and one trailing slash the router allows, and leaves other methods to it', async () => {
+    assert.equal((await both('/chat/completions/', { body: chat })).status, 200);
+    assert.equal((await both('/chat/completions?trace=1', { body: chat })).status, 200);
+    const get = await Promise.all(
+      [lane, routes].map((gateway) => gateway.request('GET', '/api/v1/chat/completions', { key: null })),
+    );
+    assert.deepEqual(
+      get.map((answer) => answer.status),
+      [404, 404],
+    );
+  });
+
+  it('counts what it serves: the lane counter on the lane, the request metrics on both', async () => {
+    const route = '/api/v1/chat/completions';
+    const before = await laneCount(lane, route);
+    await both('/chat/completions', { body: chat });
+    await both('/chat/completions', { body: { model: 'x' } });
+    assert.equal(await laneCount(lane, route), before + 2);
+    assert.equal(await laneCount(routes, route), 0, 'the routes-only gateway never takes the lane');
+    // A Content-Type the lane leaves to Fastify is not the lane's.
+    await both('/chat/completions', { body: chat, headers: { 'content-type': 'text/plain' } });
+    assert.equal(await laneCount(lane, route), before + 2);
+    for (const gateway of [lane, routes]) {
+      const metrics = await gateway.request('GET', '/metrics', { key: null });
+      assert.match(
+        metrics.text,
+        /switchyard_http_requests_total\{method="POST",route="\/api\/v1\/chat\/completions",status="200"\} \d+/,
+      );
+    }
+  });
+});
+
+describe('the direct lane under a rate limit and while closing', () => {
+  it('refuses past the key’s rate limit in the surface’s envelope, as the route does', async () => {
+    const gateways = await Promise.all(
+      [true, false].map((directLane) =>
+        startTestApp({
+          demo: true,
+          config: { direct_lane: directLane, limits: { rate_limit: { requests: 2, window_seconds: 3600 } } },
+        }),
+      ),
+    );
+    try {
+      const answers: Answer[][] = [];
+      for (const gateway of gateways) {
+        const { key } = await createKey(gateway);
+        const headers = { 'content-type': 'application/json', authorization: `Bearer ${key}` };
+        const chat = JSON.stringify({
+          model: 'switchyard/echo',
+          messages: [{ role: 'user', content: 'hi' }],
+        });
+        const message = JSON.stringify({
+          model: 'switchyard/echo',
+          max_tokens: 5,
+          messages: [{ role: 'user', content: 'hi' }],
+        });
+        answers.push([
+          await send(gateway, { path: '/api/v1/chat/completions', headers, body: chat }),
+          await send(gateway, { path: '/api/v1/chat/completions', headers, body: chat }),
+          await send(gateway, { path: '/api/v1/chat/completions', headers, body: chat }),
+          await send(gateway, { path: '/api/v1/messages', headers, body: message }),
+        ]);
+      }
+      assert.deepEqual(answers[0], answers[1]);
+      const [first, second, third, fourth] = answers[0] as Answer[];
+      assert.deepEqual([first?.status, second?.status, third?.status, fourth?.status], [200, 200, 429, 429]);
+      assert.equal(third?.headers['x-ratelimit-limit'], '2');
+      assert.ok(Number(third?.headers['retry-after']) >= 1);
+      assert.equal(JSON.parse(third?.body ?? '{}').error.metadata.error_type, 'rate_limit_exceeded');
+      // Anthropic's envelope on /messages.
+      assert.equal(JSON.parse(fourth?.body ?? '{}').type, 'error');
+    } finally {
+      await Promise.all(gateways.map((gateway) => gateway.close()));
+    }
+  });
+
+  it('finishes an answer in flight when the server closes, with Connection: close', async () => {
+    const upstream = await startFakeUpstream();
+    let release: () => void = () => {};
+    const held = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    let arrived: () => void = () => {};
+    const arrival = new Promise<void>((resolve) => {
+      arrived = resolve;
+    });
+    upstream.handle(async (_request, response) => {
+      arrived();
+      await held;
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.end(
+        JSON.stringify({
+          id: 'chatcmpl-1',
+          object: 'chat.completion',
+          created: 1,
+          model: 'widget-1',
+          choices: [{ index: 0, message: { role: 'assistant', content: 'Late.' }, finish_reason: 'stop' }],
+          usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 },
+        }),
+      );
+    });
+    const gateway = await startTestApp({
+      config: {
+        credits: { initial: 100 },
+        catalog: acmeCatalog(`${upstream.url}/v1`),
+        providers: { acme: { api_key: 'k' } },
+      },
+    });
+    try {
+      const { key } = await createKey(gateway);
+      const headers = { 'content-type': 'application/json', authorization: `Bearer ${key}` };
+      const body = JSON.stringify({ model: 'acme/widget-1', messages: [{ role: 'user', content: 'hi' }] });
+      const inFlight = send(gateway, { path: '/api/v1/chat/completions', headers, body });
+      await arrival;
+      const closing = gateway.close();
+      // The server no longer accepts connections; what it still answers is the request in flight.
+      release();
+      const answer = await inFlight;
+      assert.equal(answer.status, 200, answer.body);
+      assert.equal(answer.headers.connection, 'close');
+      assert.match(answer.body, /Late\./);
+      await closing;
+    } finally {
+      release();
+      await gateway.close();
+      await upstream.close();
+    }
+  });
+});
