@@ -1,4 +1,4 @@
-import { createServer } from 'node:http';
+import { createServer, type ServerOptions } from 'node:http';
 import swagger from '@fastify/swagger';
 import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
@@ -202,12 +202,14 @@ export async function buildApp(options: BuildOptions): Promise<{ app: FastifyIns
     serverFactory: (handler, options) => {
       const setting = (name: string, fallback: number) =>
         typeof options[name] === 'number' ? (options[name] as number) : fallback;
-      const server = createServer((request, response) => {
+      const server = createServer((options.http ?? {}) as ServerOptions, (request, response) => {
         if (lane === null || !lane(request, response)) handler(request, response);
       });
       server.keepAliveTimeout = setting('keepAliveTimeout', 72_000);
       server.requestTimeout = setting('requestTimeout', 0);
       server.setTimeout(setting('connectionTimeout', 0));
+      if (setting('maxRequestsPerSocket', 0) > 0)
+        server.maxRequestsPerSocket = setting('maxRequestsPerSocket', 0);
       return server;
     },
     // request.log's pino child is made on the first line logged (src/platform/request-logger.ts).

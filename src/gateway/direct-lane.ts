@@ -129,8 +129,15 @@ class LaneRequest implements InferenceExchange {
         'incoming request',
       );
     }
-    // 'close' comes once, when the answer is done or the client went.
-    raw.on('close', () => this.#answered());
+    // As Fastify's reply counts a request: when its answer is finished (or the response fails), so a
+    // client that went away before any answer is neither counted nor logged as a 200.
+    const answered = (error?: Error) => {
+      raw.off('finish', answered);
+      raw.off('error', answered);
+      this.#answered(error);
+    };
+    raw.on('finish', answered);
+    raw.on('error', answered);
     let principal: Principal | Promise<Principal>;
     try {
       principal = options.authenticator.principalOf(request.headers);
@@ -173,7 +180,7 @@ class LaneRequest implements InferenceExchange {
   #readBody(): void {
     const limit = this.options.bodyLimit;
     if (Number(this.request.headers['content-length']) > limit) {
-      this.#refuse(new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE());
+      this.#refuseBody(new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE());
       return;
     }
     const request = this.request;
@@ -182,7 +189,7 @@ class LaneRequest implements InferenceExchange {
       if (this.#received > limit) {
         detach();
         this.#chunks = [];
-        this.#refuse(new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE());
+        this.#refuseBody(new errorCodes.FST_ERR_CTP_BODY_TOO_LARGE());
         return;
       }
       this.#chunks.push(chunk);
@@ -191,10 +198,15 @@ class LaneRequest implements InferenceExchange {
       detach();
       if (error != null) {
         if (!(typeof error.statusCode === 'number' && error.statusCode >= 400)) error.statusCode = 400;
-        this.#refuse(error);
+        this.#refuseBody(error);
         return;
       }
-      this.#parse();
+      try {
+        this.#parse();
+      } catch (thrown) {
+        // As Fastify's body reader answers a parser that throws: a 500, not a process gone.
+        this.#refuseBody(thrown);
+      }
     };
     const detach = () => {
       request.off('data', onData);
@@ -209,7 +221,7 @@ class LaneRequest implements InferenceExchange {
   #parse(): void {
     const declared = Number(this.request.headers['content-length']);
     if (!Number.isNaN(declared) && this.#received !== declared) {
-      this.#refuse(new errorCodes.FST_ERR_CTP_INVALID_CONTENT_LENGTH());
+      this.#refuseBody(new errorCodes.FST_ERR_CTP_INVALID_CONTENT_LENGTH());
       return;
     }
     const chunks = this.#chunks;
@@ -225,7 +237,7 @@ class LaneRequest implements InferenceExchange {
       this.body = value;
     });
     if (parsed.error) {
-      this.#refuse(parsed.error);
+      this.#refuseBody(parsed.error);
       return;
     }
     const validate = this.route.validate;
@@ -246,11 +258,30 @@ class LaneRequest implements InferenceExchange {
     });
   }
 
+  /**
+   * A body that cannot be read or parsed: refused, and the connection closed with the answer, as
+   * Fastify's content-type parser does (the client may still be sending the rest of it).
+   */
+  #refuseBody(error: unknown): void {
+    this.#refuse(error, true);
+  }
+
   /** Answers an error raised before the surface served the request, in the surface's envelope. */
-  #refuse(error: unknown): void {
-    if (this.raw.headersSent) return;
-    const answer = this.route.surface.answerFailure(failureOfError(error, this.log), null);
-    this.send(answer.status, answer.headers, answer.body);
+  #refuse(error: unknown, closeConnection = false): void {
+    const raw = this.raw;
+    if (raw.headersSent) return;
+    try {
+      const answer = this.route.surface.answerFailure(failureOfError(error, this.log), null);
+      this.send(
+        answer.status,
+        closeConnection ? { ...answer.headers, connection: 'close' } : answer.headers,
+        answer.body,
+      );
+    } catch (thrown) {
+      // Nothing can be answered (a header Node refuses, say): the client gets a closed connection.
+      this.log.error({ err: thrown }, 'a refusal could not be sent');
+      raw.destroy();
+    }
   }
 
   send(status: number, headers: Record<string, string>, payload: unknown): void {
@@ -265,7 +296,7 @@ class LaneRequest implements InferenceExchange {
       String(Buffer.byteLength(text)),
     );
     // As graceful-close's onSend hook does: no keep-alive connection holds a closing server open.
-    if (this.options.close.closing) list.push('connection', 'close');
+    if (this.options.close.closing && headers.connection === undefined) list.push('connection', 'close');
     this.raw.writeHead(status, list);
     this.raw.end(text);
   }
@@ -274,13 +305,15 @@ class LaneRequest implements InferenceExchange {
     // Nothing else writes to the response on the lane.
   }
 
-  /** The response is done (or the client went): metrics, the completion line, a closing server's idle sockets. */
-  #answered(): void {
+  /** The answer is finished (or failed): metrics, Fastify's completion line, a closing server's idle sockets. */
+  #answered(error?: Error): void {
     const { options, raw } = this;
     const elapsedMs = performance.now() - this.#arrivedAt;
     options.observeRequest('POST', this.route.url, raw.statusCode, elapsedMs / 1000);
-    if (options.logger.isLevelEnabled('info'))
-      this.log.info({ res: { statusCode: raw.statusCode }, responseTime: elapsedMs }, 'request completed');
+    const res = { statusCode: raw.statusCode };
+    if (error) this.log.error({ res, err: error, responseTime: elapsedMs }, 'request errored');
+    else if (options.logger.isLevelEnabled('info'))
+      this.log.info({ res, responseTime: elapsedMs }, 'request completed');
     options.close.answered();
   }
 }

@@ -153,7 +153,12 @@ function answerThenRecord(
   try {
     exchange.send(200, { 'x-generation-id': generationId }, render());
   } finally {
-    record();
+    try {
+      record();
+    } catch (error) {
+      // The answer stands: a record that could not be queued is logged, not turned into a failure.
+      exchange.log.error({ err: error }, 'the generation could not be recorded');
+    }
   }
 }
 
@@ -393,8 +398,8 @@ class FastifyExchange implements InferenceExchange {
 
 /**
  * Registers a surface as a Fastify route: it documents the surface in the OpenAPI document, and
- * serves what the direct lane leaves to Fastify (a key not loaded yet, a refused credential, another
- * Content-Type, a server closing) or everything when the lane is off (`direct_lane: false`).
+ * serves what the direct lane leaves to Fastify (a Content-Type other than plain JSON, a server
+ * closing) or everything when the lane is off (`direct_lane: false`).
  */
 export function registerSurfaceRoute(app: FastifyInstance, surface: InferenceSurface): void {
   app.post(

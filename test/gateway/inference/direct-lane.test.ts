@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { request as httpRequest } from 'node:http';
+import { Agent, request as httpRequest } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { startFakeUpstream } from '../../helpers/fake-upstream.js';
 import { startTestApp, type TestApp } from '../../helpers/test-app.js';
@@ -40,7 +40,18 @@ function normalized(text: string): string {
     .replace(/"(latency_ms|generation_time_ms|first_token_ms)":\d+/g, '"$1":0');
 }
 
-/** One request on a connection of its own (raw, so that any header or body can be sent). */
+/** Keep-alive connections, one pool per gateway: whether an answer closes its connection is compared too. */
+const agents = new Map<TestApp, Agent>();
+const agentOf = (gateway: TestApp): Agent => {
+  let agent = agents.get(gateway);
+  if (!agent) {
+    agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    agents.set(gateway, agent);
+  }
+  return agent;
+};
+
+/** One request (raw, so that any header or body can be sent) on the gateway's keep-alive connection. */
 function send(
   gateway: TestApp,
   options: { method?: string; path: string; headers: Record<string, string>; body?: string | Buffer },
@@ -48,7 +59,7 @@ function send(
   return new Promise((resolve, reject) => {
     const request = httpRequest(`${gateway.url}${options.path}`, {
       method: options.method ?? 'POST',
-      agent: false,
+      agent: agentOf(gateway),
       headers: options.headers,
     });
     request.on('error', reject);
@@ -118,6 +129,7 @@ describe('the direct lane', () => {
       keys.set(gateway, { key: (await createKey(gateway)).key, management: gateway.managementKey });
   });
   after(async () => {
+    for (const agent of agents.values()) agent.destroy();
     await Promise.all([lane?.close(), routes?.close()]);
     await upstream?.close();
   });
@@ -222,6 +234,25 @@ describe('the direct lane', () => {
       ).status,
       200,
     );
+    // Spellings of JSON the lane takes, or leaves to Fastify: the same answers either way.
+    for (const contentType of [
+      'Application/JSON',
+      'application/json;charset="utf-8"',
+      'application/json; charset=latin1',
+      'application/json; foo=bar',
+      'application/json; charset=',
+      'application/vnd.api+json',
+    ])
+      await both('/chat/completions', { body: chat, headers: { 'content-type': contentType } });
+  });
+
+  it('closes the connection after a body it cannot read, as Fastify does, and keeps it after a schema refusal', async () => {
+    const malformed = await both('/chat/completions', { rawBody: '{"model": ' });
+    assert.equal(malformed.headers.connection, 'close');
+    const tooLarge = await both('/chat/completions', { rawBody: 'x'.repeat(BODY_LIMIT + 1) });
+    assert.equal(tooLarge.headers.connection, 'close');
+    const schema = await both('/chat/completions', { body: { model: 'x' } });
+    assert.equal(schema.headers.connection, 'keep-alive');
   });
 
   it('authenticates as the routes do', async () => {
@@ -272,6 +303,44 @@ describe('the direct lane', () => {
         /switchyard_http_requests_total\{method="POST",route="\/api\/v1\/chat\/completions",status="200"\} \d+/,
       );
     }
+  });
+
+  it('leaves the same request metrics behind as the routes, a client that hung up mid-body included', async () => {
+    for (const gateway of [lane, routes]) {
+      const { key } = keys.get(gateway) as { key: string };
+      await new Promise<void>((resolve) => {
+        const request = httpRequest(`${gateway.url}/api/v1/chat/completions`, {
+          method: 'POST',
+          agent: false,
+          headers: {
+            authorization: `Bearer ${key}`,
+            'content-type': 'application/json',
+            'content-length': '500',
+          },
+        });
+        request.on('error', () => resolve());
+        request.write('{"model": "switchyard/echo", ');
+        setTimeout(() => {
+          request.destroy();
+          resolve();
+        }, 50);
+      });
+    }
+    // Both gateways saw the same requests in the same order: their counts per route and status agree.
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    const counts = await Promise.all(
+      [lane, routes].map(async (gateway) => {
+        const metrics = await gateway.request('GET', '/metrics', { key: null });
+        return metrics.text
+          .split('\n')
+          .filter(
+            (line) => line.startsWith('switchyard_http_requests_total{') && line.includes('route="/api/v1/'),
+          )
+          .sort();
+      }),
+    );
+    assert.ok((counts[0] ?? []).length > 5);
+    assert.deepEqual(counts[0], counts[1]);
   });
 });
 
