@@ -3,7 +3,7 @@ import { Agent, request as httpRequest } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { startFakeUpstream } from '../../helpers/fake-upstream.js';
 import { startTestApp, type TestApp } from '../../helpers/test-app.js';
-import { acmeCatalog, createKey } from './harness.js';
+import { acmeCatalog, chatCompletion, createKey } from './harness.js';
 
 /**
  * The direct lane (src/gateway/direct-lane.ts) serves JSON inference requests past Fastify. Two
@@ -103,16 +103,7 @@ describe('the direct lane', () => {
     upstream = await startFakeUpstream();
     upstream.handle((_request, response) => {
       response.writeHead(200, { 'content-type': 'application/json' });
-      response.end(
-        JSON.stringify({
-          id: 'chatcmpl-1',
-          object: 'chat.completion',
-          created: 1,
-          model: 'widget-1',
-          choices: [{ index: 0, message: { role: 'assistant', content: 'Hello.' }, finish_reason: 'stop' }],
-          usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 },
-        }),
-      );
+      response.end(chatCompletion('Hello.'));
     });
     const config = (directLane: boolean) => ({
       direct_lane: directLane,
@@ -402,16 +393,7 @@ describe('the direct lane under a rate limit and while closing', () => {
       arrived();
       await held;
       response.writeHead(200, { 'content-type': 'application/json' });
-      response.end(
-        JSON.stringify({
-          id: 'chatcmpl-1',
-          object: 'chat.completion',
-          created: 1,
-          model: 'widget-1',
-          choices: [{ index: 0, message: { role: 'assistant', content: 'Late.' }, finish_reason: 'stop' }],
-          usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 },
-        }),
-      );
+      response.end(chatCompletion('Late.'));
     });
     const gateway = await startTestApp({
       config: {
