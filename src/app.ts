@@ -208,8 +208,8 @@ export async function buildApp(options: BuildOptions): Promise<{ app: FastifyIns
       server.keepAliveTimeout = setting('keepAliveTimeout', 72_000);
       server.requestTimeout = setting('requestTimeout', 0);
       server.setTimeout(setting('connectionTimeout', 0));
-      if (setting('maxRequestsPerSocket', 0) > 0)
-        server.maxRequestsPerSocket = setting('maxRequestsPerSocket', 0);
+      const maxRequestsPerSocket = setting('maxRequestsPerSocket', 0);
+      if (maxRequestsPerSocket > 0) server.maxRequestsPerSocket = maxRequestsPerSocket;
       return server;
     },
     // request.log's pino child is made on the first line logged (src/platform/request-logger.ts).

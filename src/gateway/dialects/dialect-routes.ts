@@ -162,6 +162,10 @@ function answerThenRecord(
   }
 }
 
+/** A failure's own headers (Retry-After…), after the generation's id when it has one. */
+const failureHeaders = (failure: GenerationFailure, generationId: string | null): Record<string, string> =>
+  generationId ? { 'x-generation-id': generationId, ...failure.headers } : (failure.headers ?? {});
+
 function sendFailure(
   exchange: InferenceExchange,
   surface: InferenceSurface,
@@ -225,9 +229,7 @@ export function dialectSurface(options: {
     bodySchema: dialect.bodySchema,
     answerFailure: (failure, generationId) => ({
       status: failure.status === 499 ? 400 : failure.status,
-      headers: generationId
-        ? { 'x-generation-id': generationId, ...failure.headers }
-        : (failure.headers ?? {}),
+      headers: failureHeaders(failure, generationId),
       body: dialect.renderFailure(failure, generationId),
     }),
     async serve(exchange) {
@@ -316,9 +318,7 @@ export function embeddingsSurface(service: GenerationService): InferenceSurface 
     bodySchema: embeddingsBodySchema,
     answerFailure: (failure, generationId) => ({
       status: failure.status,
-      headers: generationId
-        ? { 'x-generation-id': generationId, ...failure.headers }
-        : (failure.headers ?? {}),
+      headers: failureHeaders(failure, generationId),
       body: envelopeOf(failure),
     }),
     async serve(exchange) {
@@ -408,8 +408,8 @@ export function registerSurfaceRoute(app: FastifyInstance, surface: InferenceSur
       config: { auth: 'any' },
       schema: { tags: [surface.tag], summary: surface.summary, body: surface.bodySchema },
       errorHandler: (error: FastifyError, request: FastifyRequest, reply: FastifyReply) => {
-        const answer = surface.answerFailure(failureOfError(error, request.log), null);
-        return reply.code(answer.status).headers(answer.headers).send(answer.body);
+        sendFailure(new FastifyExchange(request, reply), surface, failureOfError(error, request.log), null);
+        return reply;
       },
     },
     async (request, reply) => {
