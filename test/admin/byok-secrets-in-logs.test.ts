@@ -1,12 +1,10 @@
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
+import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { once } from 'node:events';
 import { statSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { dirname, join } from 'node:path';
 import { after, describe, it } from 'node:test';
-import { fileURLToPath } from 'node:url';
+import { childEnvironment, freePort, startServe, waitForHealth } from '../helpers/serve-process.js';
 import { backend, isolatedDatabase, newSecret } from '../helpers/test-app.js';
 import { providerSecret } from './byok-helpers.js';
 
@@ -16,78 +14,8 @@ import { providerSecret } from './byok-helpers.js';
  * only a child process shows what an operator's log collector would receive.
  */
 
-const root = fileURLToPath(new URL('../..', import.meta.url));
-const TIMEOUT_MS = 20_000;
 const children = new Set<ChildProcess>();
-
-function childEnvironment(extra: Record<string, string>): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env };
-  for (const name of [
-    'PORT',
-    'HOST',
-    'SWITCHYARD_CONFIG',
-    'SWITCHYARD_BOOTSTRAP_KEY',
-    'SWITCHYARD_MASTER_KEY',
-  ]) {
-    delete env[name];
-  }
-  return { ...env, ...extra };
-}
-
-function start(env: NodeJS.ProcessEnv) {
-  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
-    cwd: root,
-    env,
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  children.add(child);
-  const output = { text: '' };
-  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
-    output.text += chunk;
-  });
-  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
-    output.text += chunk;
-  });
-  const exited = new Promise<number | null>((resolve, reject) => {
-    const timer = setTimeout(() => {
-      child.kill('SIGKILL');
-      reject(new Error(`serve did not exit within ${TIMEOUT_MS} ms\n${output.text}`));
-    }, TIMEOUT_MS * 2);
-    child.on('close', (code) => {
-      clearTimeout(timer);
-      children.delete(child);
-      resolve(code);
-    });
-  });
-  return { child, output, exited };
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const address = server.address();
-  if (!address || typeof address === 'string') throw new Error('no address');
-  server.close();
-  await once(server, 'close');
-  return address.port;
-}
-
-async function waitForHealth(url: string, child: ChildProcess, output: { text: string }): Promise<void> {
-  const deadline = Date.now() + TIMEOUT_MS;
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null) throw new Error(`serve exited early:\n${output.text}`);
-    try {
-      const response = await fetch(`${url}/health`, { signal: AbortSignal.timeout(1000) });
-      await response.text();
-      if (response.status === 200) return;
-    } catch {
-      // Not listening yet.
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`serve did not become healthy:\n${output.text}`);
-}
+const start = (env: NodeJS.ProcessEnv) => startServe(env, children);
 
 describe('provider secrets never reach a log line or a response body', () => {
   after(() => {
@@ -110,7 +38,7 @@ describe('provider secrets never reach a log line or a response body', () => {
           REDIS_PREFIX: `switchyard-test-${randomBytes(6).toString('hex')}:`,
         }),
       );
-      await waitForHealth(url, server.child, server.output);
+      await waitForHealth(url, server);
 
       const secrets: string[] = [];
       const bodies: string[] = [];

@@ -1,11 +1,11 @@
 import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, afterEach, before, describe, it } from 'node:test';
 import type { ReceivedRequest } from '../helpers/broadcast-fixtures.js';
+import { freePort } from '../helpers/serve-process.js';
 import { backend, isolatedDatabase, type TestApp } from '../helpers/test-app.js';
 import {
   chat,
@@ -501,14 +501,6 @@ describe('broadcast delivery across processes', () => {
   after(() => {
     for (const child of children) child.kill('SIGKILL');
   });
-
-  async function freePort(): Promise<number> {
-    const server = createServer();
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    const { port } = server.address() as { port: number };
-    await new Promise<void>((resolve) => server.close(() => resolve()));
-    return port;
-  }
 
   it('resumes after the process is killed mid-delivery: the event arrives, with its idempotency key', async () => {
     const database = isolatedDatabase();

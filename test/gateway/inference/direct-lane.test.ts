@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { Agent, request as httpRequest } from 'node:http';
+import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { startFakeUpstream } from '../../helpers/fake-upstream.js';
 import { startTestApp, type TestApp } from '../../helpers/test-app.js';
@@ -335,6 +336,14 @@ describe('the direct lane', () => {
   });
 });
 
+/** Resolves once `done()` holds, checking every millisecond for up to two seconds. */
+async function waitFor(done: () => boolean): Promise<void> {
+  for (let waited = 0; !done(); waited += 1) {
+    if (waited > 2000) throw new Error('timed out waiting');
+    await new Promise((resolve) => setTimeout(resolve, 1));
+  }
+}
+
 describe('the direct lane under a rate limit and while closing', () => {
   it('refuses past the key’s rate limit in the surface’s envelope, as the route does', async () => {
     const gateways = await Promise.all(
@@ -377,6 +386,46 @@ describe('the direct lane under a rate limit and while closing', () => {
     } finally {
       await Promise.all(gateways.map((gateway) => gateway.close()));
     }
+  });
+
+  it('leaves a request that arrives on a kept connection while closing to Fastify: a 503 with Connection: close', async () => {
+    const answers: string[] = [];
+    for (const directLane of [true, false]) {
+      const gateway = await startTestApp({ demo: true, config: { direct_lane: directLane } });
+      try {
+        const { key } = await createKey(gateway);
+        const body = JSON.stringify({
+          model: 'switchyard/echo',
+          messages: [{ role: 'user', content: 'hi' }],
+        });
+        const socket = connect(Number(new URL(gateway.url).port), '127.0.0.1');
+        const received: Buffer[] = [];
+        socket.on('data', (chunk: Buffer) => received.push(chunk));
+        const ended = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+        await new Promise<void>((resolve) => socket.once('connect', () => resolve()));
+        // The request line and a header: the connection is busy, so closing does not drop it as idle.
+        socket.write(`POST /api/v1/chat/completions HTTP/1.1\r\nhost: 127.0.0.1\r\n`);
+        await new Promise((resolve) => setTimeout(resolve, 50));
+        const closing = gateway.close();
+        await waitFor(() => !gateway.server.listening);
+        socket.write(
+          `authorization: Bearer ${key}\r\ncontent-type: application/json\r\n` +
+            `content-length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+        );
+        await ended;
+        await closing;
+        const text = Buffer.concat(received).toString('utf8');
+        // The date header and the request id differ between the two gateways; the rest must not.
+        answers.push(text.replace(/^date: .*\r\n/im, '').replace(/"request_id":"[^"]*"/, ''));
+      } finally {
+        await gateway.close();
+      }
+    }
+    assert.equal(answers[0], answers[1], 'the lane leaves it to the route');
+    const [head, payload] = (answers[0] as string).split('\r\n\r\n');
+    assert.match(head ?? '', /^HTTP\/1\.1 503 /);
+    assert.match(head ?? '', /\r\nconnection: close/i);
+    assert.equal(JSON.parse(payload ?? '{}').error.code, 503);
   });
 
   it('finishes an answer in flight when the server closes, with Connection: close', async () => {

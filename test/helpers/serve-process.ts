@@ -1,0 +1,92 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { createServer } from 'node:net';
+import { fileURLToPath } from 'node:url';
+
+/**
+ * The real `serve` process, for tests that need what only a process shows: its log lines on stdout
+ * and stderr, its exit code, a kill mid-work. In-process test apps log nowhere (`silent`).
+ */
+
+const root = fileURLToPath(new URL('../..', import.meta.url));
+export const SERVE_TIMEOUT_MS = 20_000;
+
+export interface ServeProcess {
+  child: ChildProcess;
+  /** Everything written to stdout and stderr so far. */
+  output: { text: string };
+  /** Settles with the exit code; rejects if the process outlives twice SERVE_TIMEOUT_MS. */
+  exited: Promise<number | null>;
+}
+
+/** The test runner's environment without the settings a test means to choose itself. */
+export function childEnvironment(extra: Record<string, string>): NodeJS.ProcessEnv {
+  const env: NodeJS.ProcessEnv = { ...process.env };
+  for (const name of [
+    'PORT',
+    'HOST',
+    'SWITCHYARD_CONFIG',
+    'SWITCHYARD_BOOTSTRAP_KEY',
+    'SWITCHYARD_MASTER_KEY',
+  ])
+    delete env[name];
+  return { ...env, ...extra };
+}
+
+/** Starts `switchyard serve` from the sources, its output collected. */
+export function startServe(env: NodeJS.ProcessEnv, children?: Set<ChildProcess>): ServeProcess {
+  const child = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts', 'serve'], {
+    cwd: root,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  children?.add(child);
+  const output = { text: '' };
+  child.stdout?.setEncoding('utf8').on('data', (chunk: string) => {
+    output.text += chunk;
+  });
+  child.stderr?.setEncoding('utf8').on('data', (chunk: string) => {
+    output.text += chunk;
+  });
+  const exited = new Promise<number | null>((resolve, reject) => {
+    const timer = setTimeout(() => {
+      child.kill('SIGKILL');
+      reject(new Error(`serve did not exit within ${SERVE_TIMEOUT_MS} ms\n${output.text}`));
+    }, SERVE_TIMEOUT_MS * 2);
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      children?.delete(child);
+      resolve(code);
+    });
+  });
+  return { child, output, exited };
+}
+
+/** A port nothing listens on right now. */
+export async function freePort(): Promise<number> {
+  const server = createServer();
+  server.listen(0, '127.0.0.1');
+  await once(server, 'listening');
+  const address = server.address();
+  if (!address || typeof address === 'string') throw new Error('no address');
+  server.close();
+  await once(server, 'close');
+  return address.port;
+}
+
+/** Resolves once `GET /health` answers 200; throws with the process's output if it exits or stalls. */
+export async function waitForHealth(url: string, serve: ServeProcess): Promise<void> {
+  const deadline = Date.now() + SERVE_TIMEOUT_MS;
+  while (Date.now() < deadline) {
+    if (serve.child.exitCode !== null) throw new Error(`serve exited early:\n${serve.output.text}`);
+    try {
+      const response = await fetch(`${url}/health`, { signal: AbortSignal.timeout(1000) });
+      await response.text();
+      if (response.status === 200) return;
+    } catch {
+      // Not listening yet.
+    }
+    await new Promise((resolve) => setTimeout(resolve, 100));
+  }
+  throw new Error(`serve did not become healthy:\n${serve.output.text}`);
+}
