@@ -11,6 +11,7 @@ import {
   cpuSeconds,
   freePort,
   launchGateway,
+  median,
   peakRssMegabytes,
   percentile,
   startFakeUpstream,
@@ -28,6 +29,7 @@ const { values } = parseArgs({
     warmup: { type: 'string', default: '2' },
     only: { type: 'string' },
     broadcast: { type: 'string' },
+    rounds: { type: 'string', default: '1' },
   },
 });
 const duration = Number(values.duration);
@@ -41,6 +43,14 @@ if (!(duration > 0))
 const WARMUP_SECONDS = Number(values.warmup);
 if (!(WARMUP_SECONDS > 0))
   throw new Error(`--warmup must be a positive number of seconds, got "${values.warmup}"`);
+/**
+ * Rounds per scenario. With more than one, the bare proxy and the gateway take turns (the order
+ * alternates every round), each round is paired, and the table shows medians: on a shared host the
+ * CPU's speed drifts within a minute, and one window per target measures the drift as well.
+ */
+const ROUNDS = Number(values.rounds);
+if (!Number.isInteger(ROUNDS) || ROUNDS < 1)
+  throw new Error(`--rounds must be a whole number of at least 1, got "${values.rounds}"`);
 const only = values.only?.toLowerCase();
 const root = fileURLToPath(new URL('..', import.meta.url));
 
@@ -452,6 +462,90 @@ interface Check {
   met: boolean | null;
 }
 
+/** One window of load on a target; a target that cannot be measured gets the reason instead. */
+async function measure(target: Target, scenario: Scenario): Promise<Outcome> {
+  try {
+    const unavailable =
+      target.unavailable ??
+      (await probe(`${target.origin}${target.path(scenario)}`, scenario, target.headers));
+    return unavailable ? { unavailable } : await load(target, scenario);
+  } catch (error) {
+    // A target that dies or refuses connections mid-run loses its cells, not the whole run.
+    return { unavailable: `failed (${(error as Error).message})` };
+  }
+}
+
+/** A target's rounds as one measurement: the median of each figure (the worst of the accept-queue ones). */
+function combined(outcomes: Outcome[]): Outcome {
+  const missing = outcomes.find((outcome) => !isMeasured(outcome));
+  if (missing) return missing;
+  const measured = outcomes as Measurement[];
+  const of = (figure: (measurement: Measurement) => number | null) => {
+    const figures = measured.map(figure);
+    return figures.some((value) => value === null) ? null : median(figures as number[]);
+  };
+  return {
+    requestsPerSecond: of((m) => m.requestsPerSecond) as number,
+    p50: of((m) => m.p50) as number,
+    p99: of((m) => m.p99) as number,
+    cpuMicros: of((m) => m.cpuMicros),
+    mainCpuMicros: of((m) => m.mainCpuMicros),
+    idleCpuMicros: of((m) => m.idleCpuMicros),
+    cpuBusy: of((m) => m.cpuBusy),
+    failures: measured.reduce((sum, m) => sum + m.failures, 0),
+    firstOnConnectionMax: Math.max(...measured.map((m) => m.firstOnConnectionMax)),
+    connectionsAnswered: Math.min(...measured.map((m) => m.connectionsAnswered)),
+    laterP99: of((m) => m.laterP99) as number,
+  };
+}
+
+/** A scenario's rounds compared within each round, where the bare proxy and the gateway both ran. */
+interface Paired {
+  /** Gateway req/s over the bare proxy's. */
+  throughput: number[];
+  /** The bare proxy's CPU per request over the gateway's. */
+  cpu: number[];
+  /** Whether the bare proxy used ≥ 90% of its CPU: if not, its req/s was held back by something else. */
+  bareSaturated: boolean[];
+  /** p50 minus the direct call's, of the gateway and of the bare proxy. */
+  gatewayAdded: number[];
+  bareAdded: number[];
+  /** Gateway p99 minus the bare proxy's. */
+  p99Gap: number[];
+}
+
+function pairedFigures(rounds: Array<Map<TargetName, Outcome>>): Paired {
+  const pairs: Paired = {
+    throughput: [],
+    cpu: [],
+    bareSaturated: [],
+    gatewayAdded: [],
+    bareAdded: [],
+    p99Gap: [],
+  };
+  for (const round of rounds) {
+    const [direct, bare, gateway] = (['direct', 'bare proxy', 'gateway'] as const).map((name) =>
+      round.get(name),
+    );
+    if (isMeasured(direct) && isMeasured(bare)) pairs.bareAdded.push(bare.p50 - direct.p50);
+    if (isMeasured(direct) && isMeasured(gateway)) pairs.gatewayAdded.push(gateway.p50 - direct.p50);
+    if (!isMeasured(bare) || !isMeasured(gateway)) continue;
+    pairs.throughput.push(gateway.requestsPerSecond / bare.requestsPerSecond);
+    if (gateway.cpuMicros && bare.cpuMicros) pairs.cpu.push(bare.cpuMicros / gateway.cpuMicros);
+    pairs.bareSaturated.push(bare.cpuBusy !== null && bare.cpuBusy >= 90);
+    pairs.p99Gap.push(gateway.p99 - bare.p99);
+  }
+  return pairs;
+}
+
+/** The median of paired figures, with their range when there are several rounds: "53% [41–61]". */
+function spread(figures: number[], scale: number, unit: string, digits = 0): string {
+  const value = (figure: number) => fixed(figure * scale, digits);
+  if (figures.length === 0) return '–';
+  if (figures.length === 1) return `${value(figures[0] as number)}${unit}`;
+  return `${value(median(figures))}${unit} [${value(Math.min(...figures))}–${value(Math.max(...figures))}]`;
+}
+
 // ---------------------------------------------------------------------------------------------------
 
 // This process (the load generator) moves to the load CPU; children start pinned.
@@ -467,6 +561,7 @@ const receivers = await startBroadcastReceivers(root, broadcastTypes, loadCpu);
 const directory = mkdtempSync(join(tmpdir(), 'switchyard-bench-inference-'));
 const results = new Map<string, Map<TargetName, Outcome>>();
 const firstBytes = new Map<TargetName, FirstByte>();
+const paired = new Map<string, Paired>();
 
 try {
   const upstreamOrigin = await startFakeUpstream(root, loadCpu);
@@ -507,7 +602,9 @@ try {
   const gatewayTarget = await startGateway(proxyCpu, upstreamOrigin, directory);
 
   console.log(
-    `switchyard inference bench: ${duration}s per target after ${WARMUP_SECONDS}s warm-up, node ${process.version}; ` +
+    `switchyard inference bench: ${duration}s per target after ${WARMUP_SECONDS}s warm-up` +
+      `${ROUNDS > 1 ? `, ${ROUNDS} rounds per scenario (the bare proxy and the gateway in turns; medians, paired figures with their range)` : ''}` +
+      `, node ${process.version}; ` +
       `proxies on CPU ${proxyCpu}, load generator and fake upstream on CPU ${loadCpu}`,
   );
   // Pinning keeps the two CPUs apart but cannot keep other work off them.
@@ -536,42 +633,39 @@ try {
   ]);
   row(['---', '---', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:', '---:']);
   for (const scenario of selected) {
+    const rounds: Array<Map<TargetName, Outcome>> = [];
+    for (let round = 0; round < ROUNDS; round += 1) {
+      const proxies = round % 2 === 0 ? [bareTarget, gatewayTarget] : [gatewayTarget, bareTarget];
+      const outcomes = new Map<TargetName, Outcome>();
+      for (const target of [direct, ...proxies]) outcomes.set(target.name, await measure(target, scenario));
+      rounds.push(outcomes);
+    }
     const outcomes = new Map<TargetName, Outcome>();
+    for (const target of [direct, bareTarget, gatewayTarget])
+      outcomes.set(target.name, combined(rounds.map((round) => round.get(target.name) as Outcome)));
     results.set(scenario.key, outcomes);
+    const pairs = pairedFigures(rounds);
+    paired.set(scenario.key, pairs);
     for (const target of [direct, bareTarget, gatewayTarget]) {
-      let outcome: Outcome;
-      try {
-        const unavailable =
-          target.unavailable ??
-          (await probe(`${target.origin}${target.path(scenario)}`, scenario, target.headers));
-        outcome = unavailable ? { unavailable } : await load(target, scenario);
-      } catch (error) {
-        // A target that dies or refuses connections mid-run loses its cells, not the whole run.
-        outcome = { unavailable: `failed (${(error as Error).message})` };
-      }
-      outcomes.set(target.name, outcome);
+      const outcome = outcomes.get(target.name) as Outcome;
       if (!isMeasured(outcome)) {
         row([scenario.title, target.name, outcome.unavailable, '', '', '', '', '', '', '', '', '']);
         continue;
       }
-      const measured = outcome;
-      const baseline = outcomes.get('direct');
-      const floor = outcomes.get('bare proxy');
+      const added = target.name === 'gateway' ? pairs.gatewayAdded : pairs.bareAdded;
       row([
         scenario.title,
         target.name,
-        Math.round(measured.requestsPerSecond),
-        fixed(measured.p50, 2),
-        fixed(measured.p99, 2),
-        target.name !== 'direct' && isMeasured(baseline) ? fixed(measured.p50 - baseline.p50, 2) : '–',
-        measured.cpuMicros === null ? '–' : fixed(measured.cpuMicros, 1),
-        measured.mainCpuMicros === null ? '–' : fixed(measured.mainCpuMicros, 1),
-        measured.idleCpuMicros === null ? '–' : fixed(measured.idleCpuMicros, 1),
-        measured.cpuBusy === null ? '–' : fixed(measured.cpuBusy, 0),
-        target.name === 'gateway' && isMeasured(floor)
-          ? `${fixed((measured.requestsPerSecond / floor.requestsPerSecond) * 100, 0)}%`
-          : '–',
-        measured.failures,
+        Math.round(outcome.requestsPerSecond),
+        fixed(outcome.p50, 2),
+        fixed(outcome.p99, 2),
+        target.name === 'direct' ? '–' : fixed(median(added), 2),
+        outcome.cpuMicros === null ? '–' : fixed(outcome.cpuMicros, 1),
+        outcome.mainCpuMicros === null ? '–' : fixed(outcome.mainCpuMicros, 1),
+        outcome.idleCpuMicros === null ? '–' : fixed(outcome.idleCpuMicros, 1),
+        outcome.cpuBusy === null ? '–' : fixed(outcome.cpuBusy, 0),
+        target.name === 'gateway' && pairs.throughput.length > 0 ? spread(pairs.throughput, 100, '%') : '–',
+        outcome.failures,
       ]);
     }
   }
@@ -652,21 +746,23 @@ function printChecks(peakRss: Map<TargetName, number>): void {
     if (!results.has(key)) continue;
     const gateway = measured(key, 'gateway');
     const bare = measured(key, 'bare proxy');
+    const pairs = paired.get(key);
     const target = `≥ ${share}% of bare`;
-    if (!gateway || !bare) notMeasured(`${label} throughput`, target);
+    if (!gateway || !bare || !pairs || pairs.throughput.length === 0)
+      notMeasured(`${label} throughput`, target);
     else {
-      const ratio = (gateway.requestsPerSecond / bare.requestsPerSecond) * 100;
+      // Paired round by round, then the median (one round: that round's figure).
+      const ratio = median(pairs.throughput) * 100;
       // What the ratio would be were both proxies held back by their own CPU alone. A floor that did not
       // saturate its CPU (the load CPU kept up with neither, say) makes the req/s ratio flatter the
       // gateway; then this one is the verdict.
-      const cpuRatio =
-        gateway.cpuMicros && bare.cpuMicros ? (bare.cpuMicros / gateway.cpuMicros) * 100 : Number.NaN;
-      const bareSaturated = bare.cpuBusy !== null && bare.cpuBusy >= 90;
+      const cpuRatio = pairs.cpu.length > 0 ? median(pairs.cpu) * 100 : Number.NaN;
+      const bareSaturated = pairs.bareSaturated.filter(Boolean).length * 2 > pairs.bareSaturated.length;
       checks.push({
         name: `${label} throughput`,
         figure:
-          `${fixed(ratio, 0)}% (${Math.round(gateway.requestsPerSecond)} vs ${Math.round(bare.requestsPerSecond)} req/s)` +
-          `; by CPU per request ${fixed(cpuRatio, 0)}%${bareSaturated ? '' : ' (judged on this: the floor was not CPU-bound)'}`,
+          `${spread(pairs.throughput, 100, '%')} (${Math.round(gateway.requestsPerSecond)} vs ${Math.round(bare.requestsPerSecond)} req/s)` +
+          `; by CPU per request ${spread(pairs.cpu, 100, '%')}${bareSaturated ? '' : ' (judged on this: the floor was not CPU-bound)'}`,
         target,
         met: (bareSaturated ? ratio : cpuRatio) >= share,
       });
@@ -698,29 +794,28 @@ function printChecks(peakRss: Map<TargetName, number>): void {
   }
 
   if (results.has('single')) {
-    const gateway = measured('single', 'gateway');
-    const direct = measured('single', 'direct');
-    const bare = measured('single', 'bare proxy');
-    if (!gateway || !direct) notMeasured('4. added p50, one connection', '≤ 0.35 ms');
+    const pairs = paired.get('single');
+    if (!pairs || pairs.gatewayAdded.length === 0) notMeasured('4. added p50, one connection', '≤ 0.35 ms');
     else
       checks.push({
         name: '4. added p50, one connection',
-        figure: `${fixed(gateway.p50 - direct.p50, 2)} ms (bare ${bare ? fixed(bare.p50 - direct.p50, 2) : '–'} ms)`,
+        figure: `${spread(pairs.gatewayAdded, 1, ' ms', 2)} (bare ${spread(pairs.bareAdded, 1, ' ms', 2)})`,
         target: '≤ 0.35 ms',
-        met: gateway.p50 - direct.p50 <= 0.35,
+        met: median(pairs.gatewayAdded) <= 0.35,
       });
   }
 
   if (results.has('slow')) {
     const gateway = measured('slow', 'gateway');
     const bare = measured('slow', 'bare proxy');
-    if (!gateway || !bare) notMeasured('5. p99, 256 slow connections', '≤ bare + 30 ms');
+    const gaps = paired.get('slow')?.p99Gap ?? [];
+    if (!gateway || !bare || gaps.length === 0) notMeasured('5. p99, 256 slow connections', '≤ bare + 30 ms');
     else
       checks.push({
         name: '5. p99, 256 slow connections',
-        figure: `${fixed(gateway.p99, 2)} ms vs bare ${fixed(bare.p99, 2)} ms`,
+        figure: `${fixed(gateway.p99, 2)} ms vs bare ${fixed(bare.p99, 2)} ms; paired gap ${spread(gaps, 1, ' ms', 2)}`,
         target: '≤ bare + 30 ms',
-        met: gateway.p99 - bare.p99 <= 30,
+        met: median(gaps) <= 30,
       });
     if (gateway && bare)
       console.log(
