@@ -257,6 +257,19 @@ describe('bad input on the inference surfaces', () => {
       expectInvalid(await post('/embeddings', { model: 'switchyard/embed', input: [] }), /body\.input/);
     });
 
+    it('more values than the demo model makes in one answer → 400 saying how many were asked', async () => {
+      // 2,048 inputs of 4,096 dimensions each: within both fields' own limits, a 180 MB answer together.
+      const input = Array.from({ length: 2048 }, (_, index) => `x${index}`);
+      const response = await post('/embeddings', { model: 'switchyard/embed', input, dimensions: 4096 });
+      expectError(response, 400);
+      // The provider's refusal, as a provider's refusal reads (reference: the upstream's text in `raw`).
+      assert.equal(response.body.error.metadata.error_type, 'invalid_request');
+      assert.match(
+        response.body.error.metadata.raw,
+        /inputs × dimensions must be at most 262144 \(2048 inputs × 4096 dimensions asked\)/,
+      );
+    });
+
     it('the management key → 403', async () => {
       const response = await post(
         '/embeddings',

@@ -159,6 +159,18 @@ describe('demo provider embeddings', () => {
 
     const tooWide = await embed(embedCall('embed', { dimensions: 100_000 })).catch((error: unknown) => error);
     assert.ok(tooWide instanceof UpstreamError && tooWide.status === 400 && !tooWide.retryable);
+    // Inputs × dimensions is bounded too: each alone is within its limit here, together they are not.
+    const many = Array.from({ length: 2048 }, (_, index) => `x${index}`);
+    const tooMany = await embed(embedCall('embed', { input: many, dimensions: 129 })).catch(
+      (error: unknown) => error,
+    );
+    assert.ok(tooMany instanceof UpstreamError && tooMany.status === 400 && !tooMany.retryable);
+    assert.match(
+      tooMany.message,
+      /inputs × dimensions must be at most 262144 \(2048 inputs × 129 dimensions/,
+    );
+    const most = await embed(embedCall('embed', { input: many, dimensions: 128 }));
+    assert.equal(most.vectors.length, 2048);
   });
 
   it('fails on cue like the chat models, and keeps embedding and chat models apart', async () => {

@@ -33,6 +33,13 @@ export const demoModels = {
 export const DEMO_EMBEDDING_DIMENSIONS = 16;
 /** The longest vector the `embed` model makes, as a real model has a maximum. */
 const MAX_DEMO_EMBEDDING_DIMENSIONS = 4096;
+/**
+ * The most values (inputs × dimensions) one request may ask the `embed` model for: 2048 inputs of
+ * 128 dimensions, or 64 of 4096 — about 5 MB of JSON. Unbounded, 2048 inputs of 4096 made a 180 MB
+ * answer that held the event loop for 15 s; a real provider's answer is bounded too (its token limit
+ * per request, and the gateway's 32 MB limit on a reply).
+ */
+export const MAX_DEMO_EMBEDDING_VALUES = 262_144;
 
 export const SCRIPTED_TEXT = 'The quick brown fox jumps over the lazy dog.';
 
@@ -186,9 +193,19 @@ export function createDemoAdapter(): ProviderAdapter {
         });
       }
       const entries: Array<string | number[]> = input;
+      const width = dimensions ?? DEMO_EMBEDDING_DIMENSIONS;
+      if (entries.length * width > MAX_DEMO_EMBEDDING_VALUES) {
+        throw new UpstreamError({
+          message:
+            `Demo provider: inputs × dimensions must be at most ${MAX_DEMO_EMBEDDING_VALUES} ` +
+            `(${entries.length} inputs × ${width} dimensions asked); send fewer inputs per request or fewer dimensions`,
+          kind: 'http',
+          status: 400,
+        });
+      }
       return {
         model,
-        vectors: entries.map((entry) => demoVector(entry, dimensions ?? DEMO_EMBEDDING_DIMENSIONS)),
+        vectors: entries.map((entry) => demoVector(entry, width)),
         usage: {
           inputTokens: entries.reduce<number>(
             (sum, entry) => sum + (typeof entry === 'string' ? tokens(entry) : entry.length),
