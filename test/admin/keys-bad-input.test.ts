@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { hashApiKey } from '../../src/platform/ids.js';
 import { expectError, startTestApp, type TestApp } from '../helpers/test-app.js';
 
 describe('API keys refuse bad input with a 4xx that names the field, and change nothing', () => {
@@ -28,6 +29,11 @@ describe('API keys refuse bad input with a 4xx that names the field, and change 
     ['negative limit', { name: 'a', limit: -1 }, /body\.limit/],
     ['non-numeric limit', { name: 'a', limit: 'ten' }, /body\.limit/],
     ['numeric string limit', { name: 'a', limit: '10' }, /body\.limit/],
+    [
+      'a positive limit under one nano-dollar (it would be stored as 0)',
+      { name: 'a', limit: 5e-324 },
+      /body\.limit must be 0 or at least 0\.000000001/,
+    ],
     ['huge limit', { name: 'a', limit: 1e300 }, /body\.limit/],
     [
       'unknown limit_reset',
@@ -89,6 +95,11 @@ describe('API keys refuse bad input with a 4xx that names the field, and change 
     ['empty name', { name: '' }, /body\.name/],
     ['NUL in name', { name: '\u0000' }, /body\.name must not contain NUL characters/],
     ['negative limit', { limit: -0.01 }, /body\.limit/],
+    [
+      'a positive limit under one nano-dollar',
+      { limit: 4e-10 },
+      /body\.limit must be 0 or at least 0\.000000001/,
+    ],
     ['string disabled', { disabled: 'yes' }, /body\.disabled must be boolean/],
     ['unknown limit_reset', { limit_reset: 'yearly' }, /body\.limit_reset/],
     [
@@ -105,6 +116,35 @@ describe('API keys refuse bad input with a 4xx that names the field, and change 
       assert.equal(await snapshot(), before);
     });
   }
+
+  it('the calling key cannot disable or delete itself (that would lock its caller out), and nothing changes', async () => {
+    const own = hashApiKey(gateway.managementKey);
+    const before = await snapshot();
+    assert.match(
+      expectError(await gateway.request('PATCH', `/api/v1/keys/${own}`, { body: { disabled: true } }), 400),
+      /body\.disabled: a key cannot disable itself/,
+    );
+    assert.match(
+      expectError(await gateway.request('DELETE', `/api/v1/keys/${own}`), 409),
+      /a key cannot delete itself/i,
+    );
+    assert.equal(await snapshot(), before);
+    // It still works, and may still change what does not lock it out.
+    assert.equal((await gateway.request('GET', '/api/v1/keys')).status, 200);
+    const renamed = await gateway.request('PATCH', `/api/v1/keys/${own}`, {
+      body: { name: 'still me', disabled: false },
+    });
+    assert.equal(renamed.status, 200, renamed.text);
+    assert.equal(renamed.body.data.name, 'still me');
+    // Another key is disabled and deleted by it as before.
+    const other = await gateway.request('POST', '/api/v1/keys', { body: { name: 'other' } });
+    const hash = other.body.data.hash;
+    assert.equal(
+      (await gateway.request('PATCH', `/api/v1/keys/${hash}`, { body: { disabled: true } })).status,
+      200,
+    );
+    assert.equal((await gateway.request('DELETE', `/api/v1/keys/${hash}`)).status, 200);
+  });
 
   it('path hashes that are not 64 hex characters → 400 naming the parameter', async () => {
     for (const path of [

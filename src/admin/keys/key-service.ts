@@ -86,6 +86,20 @@ export function createKeyService(options: {
     return found.id;
   }
 
+  /**
+   * A limit in nano-dollars; null for none. Zero is a limit (the key spends nothing); a positive
+   * amount under one nano-dollar would be stored as that zero, so it is refused instead.
+   */
+  function limitNanosOf(limit: number | null | undefined): number | null {
+    if (limit === undefined || limit === null) return null;
+    const nanos = usdToNanos(limit);
+    if (limit > 0 && nanos === 0)
+      throw invalidRequest(
+        'Invalid request parameters: body.limit must be 0 or at least 0.000000001 (one nano-dollar)',
+      );
+    return nanos;
+  }
+
   /** The key with this hash, if the caller may see it; otherwise the 404 of an unknown key. */
   async function reachableKey(hash: string, caller?: Principal): Promise<KeyRow> {
     const row = await keys.findByHash(hash);
@@ -113,7 +127,7 @@ export function createKeyService(options: {
       label: maskApiKey(secret),
       is_management: input.management ? 1 : 0,
       disabled: 0,
-      limit_nanos: input.limit === undefined || input.limit === null ? null : usdToNanos(input.limit),
+      limit_nanos: limitNanosOf(input.limit),
       limit_reset: input.limit_reset ?? null,
       include_byok_in_limit: input.include_byok_in_limit ? 1 : 0,
       expires_at:
@@ -191,11 +205,16 @@ export function createKeyService(options: {
 
     async update(hash: string, input: UpdateKeyInput, caller?: Principal): Promise<KeyRecord> {
       if (caller) await reachableKey(hash, caller);
+      // A management key that disabled itself would lock its caller out for good: a restart with the
+      // same bootstrap key leaves it disabled (it is only registered when absent).
+      if (input.disabled === true && caller?.keyHash === hash)
+        throw invalidRequest(
+          'body.disabled: a key cannot disable itself; disable it with another management key',
+        );
       const changes: Partial<KeyRow> = { updated_at: clock.now().toISOString() };
       if (input.name !== undefined) changes.name = input.name;
       if (input.disabled !== undefined) changes.disabled = input.disabled ? 1 : 0;
-      if (input.limit !== undefined)
-        changes.limit_nanos = input.limit === null ? null : usdToNanos(input.limit);
+      if (input.limit !== undefined) changes.limit_nanos = limitNanosOf(input.limit);
       if (input.limit_reset !== undefined) changes.limit_reset = input.limit_reset;
       if (input.include_byok_in_limit !== undefined)
         changes.include_byok_in_limit = input.include_byok_in_limit ? 1 : 0;
@@ -207,6 +226,11 @@ export function createKeyService(options: {
 
     async delete(hash: string, caller?: Principal): Promise<void> {
       if (caller) await reachableKey(hash, caller);
+      if (caller?.keyHash === hash)
+        throw new AppError(
+          'conflict',
+          'A key cannot delete itself; delete it with another management key (`switchyard keys create --management` makes one)',
+        );
       if (!(await keys.delete(hash))) throw notFound('API key not found');
       await cache.invalidate(hash);
     },
