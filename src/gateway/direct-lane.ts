@@ -16,9 +16,10 @@ import type { Authenticator, Principal } from './pipeline/authenticate.js';
  * allocates; docs/decisions.md, "Inference requests take a direct lane past Fastify").
  *
  * The lane takes a `POST` to a surface's path (a query and one trailing slash allowed, as the
- * router allows them) with a plain JSON Content-Type while the server is not closing; anything else
- * goes to Fastify untouched, whose route for the same surface answers it (another Content-Type, a
- * 415 or the route's own parser) or whose hooks refuse it (the 503 of a closing server). A request
+ * router allows them) with a plain JSON Content-Type and no Content-Encoding while the server is not
+ * closing; anything else goes to Fastify untouched, whose route for the same surface answers it
+ * (another Content-Type, a 415 or the route's own parser) or whose hooks refuse it (the 503 of a
+ * closing server). A request
  * it takes, the lane serves as the route would, with the same parts: the authenticator's principal
  * and rate limit, the body limit, the JSON parser, the body's validator (one compiled function for
  * both), the surface, its error envelope for every refusal, the request metrics, and the request
@@ -81,6 +82,8 @@ export function createDirectLane(options: DirectLaneOptions): DirectLane {
     if (route === undefined) return false;
     const contentType = request.headers['content-type'];
     if (contentType === undefined || !PLAIN_JSON.test(contentType)) return false;
+    // A content coding is refused by the routes' parser (a 415): the lane leaves the request to it.
+    if (request.headers['content-encoding'] !== undefined) return false;
     new LaneRequest(options, route, request, response).start();
     return true;
   };

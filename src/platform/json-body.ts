@@ -22,7 +22,10 @@ type Done = (error: Error | null, value: unknown) => void;
 
 /** Reads one JSON request body's text (UTF-8) as its value, or the error that refuses it. */
 export type JsonBodyParser = (
-  request: { method: string; headers: { 'content-type'?: string | undefined } },
+  request: {
+    method: string;
+    headers: { 'content-type'?: string | undefined; 'content-encoding'?: string | undefined };
+  },
   text: string,
   done: Done,
 ) => void;
@@ -34,6 +37,7 @@ export type JsonBodyParser = (
  * it gets no body instead. A body nesting more than MAX_JSON_DEPTH levels is refused with a 400
  * naming where (src/platform/json-depth.ts): serializing it, or any recursive walk of it, would
  * overflow the stack. A body declared in a charset other than UTF-8 is a 415: it is read as UTF-8.
+ * So is a body with a Content-Encoding (other than `identity`): nothing decodes it.
  * Fastify's routes and the direct lane (src/gateway/direct-lane.ts) both parse with it.
  */
 export function createJsonBodyParser(app: FastifyInstance): JsonBodyParser {
@@ -53,6 +57,20 @@ export function createJsonBodyParser(app: FastifyInstance): JsonBodyParser {
     }
     if (request.method === 'DELETE' && text === '') {
       done(null, undefined);
+      return;
+    }
+    const encoding = request.headers['content-encoding'];
+    if (encoding !== undefined && encoding.trim().toLowerCase() !== 'identity') {
+      // Nothing decodes a content coding: gzip bytes would be read as text (a 400 for malformed JSON),
+      // and plain JSON labelled gzip would be taken as if the label were not there. RFC 9110 §8.4.1: 415.
+      const shown = encoding.length > 64 ? `${encoding.slice(0, 64)}…` : encoding;
+      done(
+        new AppError(
+          'unsupported_media_type',
+          `Content-Encoding "${shown}" is not supported: send the JSON body without a content coding`,
+        ),
+        undefined,
+      );
       return;
     }
     // Fastify's parser reads neither the request nor anything but the text.

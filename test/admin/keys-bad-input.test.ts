@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { gzipSync } from 'node:zlib';
 import { hashApiKey } from '../../src/platform/ids.js';
 import { expectError, startTestApp, type TestApp } from '../helpers/test-app.js';
 
@@ -144,6 +145,32 @@ describe('API keys refuse bad input with a 4xx that names the field, and change 
       200,
     );
     assert.equal((await gateway.request('DELETE', `/api/v1/keys/${hash}`)).status, 200);
+  });
+
+  it('a body with a Content-Encoding → 415 naming it, whether or not it is really compressed; nothing is created', async () => {
+    const before = await snapshot();
+    for (const [encoding, body] of [
+      ['gzip', JSON.stringify({ name: 'labelled' })],
+      ['gzip', gzipSync(JSON.stringify({ name: 'compressed' }))],
+      ['br, gzip', JSON.stringify({ name: 'listed' })],
+    ] as const) {
+      const response = await fetch(`${gateway.url}/api/v1/keys`, {
+        method: 'POST',
+        headers: {
+          authorization: `Bearer ${gateway.managementKey}`,
+          'content-type': 'application/json',
+          'content-encoding': encoding,
+        },
+        body,
+      });
+      const text = await response.text();
+      assert.equal(response.status, 415, text);
+      assert.match(
+        JSON.parse(text).error.message,
+        new RegExp(`Content-Encoding "${encoding}" is not supported`),
+      );
+    }
+    assert.equal(await snapshot(), before);
   });
 
   it('path hashes that are not 64 hex characters → 400 naming the parameter', async () => {

@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { Agent, request as httpRequest } from 'node:http';
 import { connect } from 'node:net';
 import { after, before, describe, it } from 'node:test';
+import { gzipSync } from 'node:zlib';
 import { startFakeUpstream } from '../../helpers/fake-upstream.js';
 import { startTestApp, type TestApp } from '../../helpers/test-app.js';
 import { acmeCatalog, chatCompletion, createKey } from './harness.js';
@@ -207,6 +208,21 @@ describe('the direct lane', () => {
       headers: { 'content-type': 'application/json; charset=utf-16' },
     });
     assert.equal(utf16.status, 415);
+    // No content coding is decoded: labelled plain JSON and real gzip bytes are both a 415, identity is none.
+    const labelled = await both('/chat/completions', { body: chat, headers: { 'content-encoding': 'gzip' } });
+    assert.equal(labelled.status, 415);
+    assert.match(JSON.parse(labelled.body).error.message, /Content-Encoding "gzip" is not supported/);
+    const gzipped = await both('/messages', {
+      rawBody: gzipSync(JSON.stringify(chat)),
+      headers: { 'content-encoding': 'GZIP' },
+    });
+    assert.equal(gzipped.status, 415);
+    assert.equal(JSON.parse(gzipped.body).type, 'error', 'in the Anthropic envelope on /messages');
+    const identity = await both('/chat/completions', {
+      body: chat,
+      headers: { 'content-encoding': 'identity' },
+    });
+    assert.equal(identity.status, 200);
     // Other Content-Types go to Fastify on both gateways; the answers agree all the same: text is
     // read as a string (then refused by the schema), anything else is not read at all.
     const text = await both('/chat/completions', { body: chat, headers: { 'content-type': 'text/plain' } });
