@@ -2,9 +2,10 @@ import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
-import { createConnection, createServer, type Socket } from 'node:net';
+import { createConnection, type Socket } from 'node:net';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { childEnvironment, freePort, waitForHealth } from './helpers/serve-process.js';
 import {
   type IsolatedDatabase,
   isolatedDatabase,
@@ -37,16 +38,7 @@ function childEnv(
   extra: Record<string, string> = {},
   options: { keepRedis?: boolean } = {},
 ): NodeJS.ProcessEnv {
-  const env: NodeJS.ProcessEnv = { ...process.env, ...database.env, LOG_LEVEL: 'silent' };
-  for (const name of [
-    'PORT',
-    'HOST',
-    'SWITCHYARD_CONFIG',
-    'SWITCHYARD_BOOTSTRAP_KEY',
-    'SWITCHYARD_MASTER_KEY',
-  ]) {
-    delete env[name];
-  }
+  const env = childEnvironment({ LOG_LEVEL: 'silent' });
   if (!options.keepRedis) delete env.REDIS_URL;
   // The database's own settings come last: on PostgreSQL they include its SWITCHYARD_MASTER_KEY.
   return { ...env, ...database.env, ...extra };
@@ -112,34 +104,6 @@ function createdKey(run: CliResult): { key: string; hash: string } {
   assert.ok(key, `no "key:  sk-sy-v1-…" line in:\n${run.stdout}`);
   assert.ok(hash, `no "hash: <64 hex>" line in:\n${run.stdout}`);
   return { key, hash };
-}
-
-async function freePort(): Promise<number> {
-  const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
-  const address = server.address();
-  if (!address || typeof address === 'string') throw new Error('no address');
-  server.close();
-  await once(server, 'close');
-  return address.port;
-}
-
-async function waitForHealth(url: string, child: ChildProcess, deadline: number): Promise<void> {
-  while (Date.now() < deadline) {
-    if (child.exitCode !== null || child.signalCode !== null) {
-      throw new Error(`serve exited early with ${child.exitCode ?? child.signalCode}`);
-    }
-    try {
-      const response = await fetch(`${url}/health`, { signal: AbortSignal.timeout(1000) });
-      await response.text();
-      if (response.status === 200) return;
-    } catch {
-      // Not listening yet.
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error(`${url}/health did not answer 200 in time`);
 }
 
 interface RawResponse {
@@ -475,7 +439,7 @@ describe('the switchyard CLI', () => {
         (run) => ({ run, error: null }),
         (error: Error) => ({ run: null, error }),
       );
-      await waitForHealth(url, child, Date.now() + SPAWN_TIMEOUT_MS);
+      await waitForHealth(url, child, undefined, SPAWN_TIMEOUT_MS);
       const metrics = await (await fetch(`${url}/metrics`)).text();
       child.kill('SIGTERM');
       const outcome = await exited;
@@ -513,7 +477,7 @@ describe('the switchyard CLI', () => {
         (run) => ({ run, error: null }),
         (error: Error) => ({ run: null, error }),
       );
-      await waitForHealth(url, child, Date.now() + SPAWN_TIMEOUT_MS);
+      await waitForHealth(url, child, undefined, SPAWN_TIMEOUT_MS);
 
       const socket = createConnection({ port, host: '127.0.0.1' });
       await once(socket, 'connect');

@@ -38,7 +38,7 @@ describe('provider secrets never reach a log line or a response body', () => {
           REDIS_PREFIX: `switchyard-test-${randomBytes(6).toString('hex')}:`,
         }),
       );
-      await waitForHealth(url, server);
+      await waitForHealth(url, server.child, server.output);
 
       const secrets: string[] = [];
       const bodies: string[] = [];

@@ -74,11 +74,20 @@ export async function freePort(): Promise<number> {
   return address.port;
 }
 
-/** Resolves once `GET /health` answers 200; throws with the process's output if it exits or stalls. */
-export async function waitForHealth(url: string, serve: ServeProcess): Promise<void> {
-  const deadline = Date.now() + SERVE_TIMEOUT_MS;
+/**
+ * Resolves once `GET /health` answers 200; throws (with the process's output when it is collected)
+ * if the process exits first or `timeoutMs` passes.
+ */
+export async function waitForHealth(
+  url: string,
+  child: ChildProcess,
+  output: { text: string } = { text: '' },
+  timeoutMs = SERVE_TIMEOUT_MS,
+): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
   while (Date.now() < deadline) {
-    if (serve.child.exitCode !== null) throw new Error(`serve exited early:\n${serve.output.text}`);
+    if (child.exitCode !== null || child.signalCode !== null)
+      throw new Error(`serve exited early with ${child.exitCode ?? child.signalCode}:\n${output.text}`);
     try {
       const response = await fetch(`${url}/health`, { signal: AbortSignal.timeout(1000) });
       await response.text();
@@ -88,5 +97,5 @@ export async function waitForHealth(url: string, serve: ServeProcess): Promise<v
     }
     await new Promise((resolve) => setTimeout(resolve, 100));
   }
-  throw new Error(`serve did not become healthy:\n${serve.output.text}`);
+  throw new Error(`${url}/health did not answer 200 in time:\n${output.text}`);
 }

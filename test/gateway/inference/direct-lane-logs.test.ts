@@ -68,7 +68,7 @@ async function serveWith(directLane: boolean) {
     children,
   );
   const url = `http://127.0.0.1:${port}`;
-  await waitForHealth(url, serve);
+  await waitForHealth(url, serve.child, serve.output);
   return {
     serve,
     url,
