@@ -152,12 +152,21 @@ function promptTokenBound(size: { bytes: number; hasMedia: boolean }, contextLen
  * (about four bytes a token). Media in the prompt are not estimated: nothing that was sent tells
  * their size in tokens, and billing them the whole context would charge for a bound, not a use.
  */
-function estimatedUsage(promptBytes: number, outputChars: number): Usage {
+function estimatedUsage(promptBytes: number, outputChars: number, outputBound: number): Usage {
   return {
     ...emptyUsage(),
     inputTokens: Math.ceil(promptBytes / 4),
-    outputTokens: Math.ceil(outputChars / 4),
+    // An upstream that streamed past max_tokens (and never said how much) is billed no more than the
+    // request allowed, which is what was reserved: 200,000 chunks on a $0.001 key had cost 43× it.
+    outputTokens: Math.min(Math.ceil(outputChars / 4), outputBound),
   };
+}
+
+/** The most tokens a call may bill: what the endpoint's context holds, and the output the request allowed. */
+interface UsageBounds {
+  contextLength: number;
+  /** The output bound the reservation was made for (max output tokens, or the endpoint's maximum). */
+  outputTokens: number;
 }
 
 /**
@@ -171,22 +180,25 @@ function billableUsage(
   reported: Usage | null,
   promptBytes: number,
   outputChars: number,
-  contextLength: number,
+  bounds: UsageBounds,
 ): Usage {
-  if (!reported) return estimatedUsage(promptBytes, outputChars);
+  if (!reported) return estimatedUsage(promptBytes, outputChars, bounds.outputTokens);
   // No call can read or write more tokens than the endpoint's context holds: a larger count is an
-  // upstream bug, and billing it would drain the account.
-  const clean = (value: number) =>
-    typeof value === 'number' && value > 0 ? Math.min(Math.floor(value), contextLength) : 0;
+  // upstream bug, and billing it would drain the account. Nor is more output billed than the request
+  // allowed and the reservation covered.
+  const clean = (value: number, bound = bounds.contextLength) =>
+    typeof value === 'number' && value > 0 ? Math.min(Math.floor(value), bound) : 0;
   const usage: Usage = {
     inputTokens: clean(reported.inputTokens),
-    outputTokens: clean(reported.outputTokens),
+    outputTokens: clean(reported.outputTokens, bounds.outputTokens),
     cachedInputTokens: clean(reported.cachedInputTokens),
     cacheWriteTokens: clean(reported.cacheWriteTokens),
-    reasoningTokens: clean(reported.reasoningTokens),
+    reasoningTokens: clean(reported.reasoningTokens, bounds.outputTokens),
   };
   const nothingCounted = usage.inputTokens === 0 && usage.outputTokens === 0;
-  return nothingCounted && outputChars > 0 ? estimatedUsage(promptBytes, outputChars) : usage;
+  return nothingCounted && outputChars > 0
+    ? estimatedUsage(promptBytes, outputChars, bounds.outputTokens)
+    : usage;
 }
 
 const contextOf = (candidate: Candidate): number =>
@@ -485,7 +497,8 @@ export function createGenerationService(options: {
     };
   }
 
-  function reserveFor(context: GenerationContext, prepared: Prepared, candidate: Candidate) {
+  /** The token bounds of a call on `candidate`: what its reservation covers and its billing may count. */
+  function usageBounds(context: GenerationContext, prepared: Prepared, candidate: Candidate) {
     const contextLength = contextOf(candidate);
     const promptTokens = promptTokenBound(prepared.prompt, contextLength);
     const maxOutputTokens =
@@ -495,10 +508,15 @@ export function createGenerationService(options: {
           candidate.endpoint.max_completion_tokens ??
           candidate.model.record.top_provider.max_completion_tokens ??
           Math.max(1, contextLength - promptTokens));
+    // No endpoint produces more than its context holds, whatever max_tokens asks for.
+    return { contextLength, promptTokens, outputTokens: Math.min(maxOutputTokens, contextLength) };
+  }
+
+  function reserveFor(context: GenerationContext, prepared: Prepared, candidate: Candidate) {
+    const bounds = usageBounds(context, prepared, candidate);
     const worst = worstCaseCost(candidate.endpoint.pricing as EndpointPricing, {
-      promptTokens,
-      // No endpoint produces more than its context holds, whatever max_tokens asks for.
-      maxOutputTokens: Math.min(maxOutputTokens, contextLength),
+      promptTokens: bounds.promptTokens,
+      maxOutputTokens: bounds.outputTokens,
     });
     return {
       worst,
@@ -829,7 +847,7 @@ export function createGenerationService(options: {
           started.usage,
           prepared.prompt.bytes,
           resultChars(started),
-          contextOf(candidate),
+          usageBounds(context, prepared, candidate),
         ),
       };
       const elapsed = performance.now() - attemptStart;
@@ -916,7 +934,12 @@ export function createGenerationService(options: {
         },
       );
       const elapsed = performance.now() - attemptStart;
-      const counted = billableUsage(started.usage, prepared.prompt.bytes, 0, contextOf(candidate));
+      const counted = billableUsage(
+        started.usage,
+        prepared.prompt.bytes,
+        0,
+        usageBounds(context, prepared, candidate),
+      );
       const embedded: EmbeddingResult = {
         ...started,
         // An upstream that counts nothing is billed its input from the bytes sent.
@@ -1044,7 +1067,7 @@ export function createGenerationService(options: {
           usage as Usage | null,
           prepared.prompt.bytes,
           outputChars,
-          contextOf(candidate),
+          usageBounds(context, prepared, candidate),
         );
         const cost = generationCost(candidate.endpoint.pricing as EndpointPricing, billed);
         await counters.settle(reservation, cost.totalNanos);

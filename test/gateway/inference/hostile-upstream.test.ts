@@ -5,6 +5,7 @@ import { startTestApp, type TestApp } from '../../helpers/test-app.js';
 import {
   ACME_MODEL,
   acmeCatalog,
+  chatChunk,
   chatCompletion,
   createKey,
   generationId,
@@ -117,6 +118,41 @@ describe('hostile upstreams and careless clients', () => {
     assert.ok(reply.body.usage.prompt_tokens > 0, JSON.stringify(reply.body.usage));
     assert.equal(reply.body.usage.completion_tokens, 3);
     assert.ok(reply.body.usage.cost > 0);
+  });
+
+  it('bills no more output than max_tokens allowed, whatever the upstream streamed or reported', async () => {
+    const { key } = await createKey(gateway, { name: 'small', limit: 0.001 });
+    // 2,000 words of 40 characters streamed past max_tokens: 20,000 tokens by the wire's estimate.
+    const word = 'x'.repeat(40);
+    fake.handle((_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      const frames = [
+        chatChunk({ role: 'assistant', content: '' }),
+        ...Array.from({ length: 2000 }, () => chatChunk({ content: word })),
+        chatChunk({}, 'stop'),
+        '[DONE]',
+      ];
+      response.end(frames.map((frame) => `data: ${frame}\n\n`).join(''));
+    });
+    const streamed = await chat(key, { max_tokens: 100, stream: true });
+    assert.equal(streamed.status, 200, streamed.text);
+    const usage = sseData(streamed.text).find((chunk) => chunk.usage)?.usage;
+    assert.equal(usage.completion_tokens, 100, JSON.stringify(usage));
+    // 100 × 2,000 nano-dollars of output at most, and the prompt's estimate.
+    assert.ok(usage.cost <= 0.0002 + 0.00001, JSON.stringify(usage));
+    // Reported usage past max_tokens is capped the same way.
+    fake.handle((_request, response) => {
+      response
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(chatCompletion('ok', { prompt_tokens: 10, completion_tokens: 50_000, total_tokens: 50_010 }));
+    });
+    const reported = await chat(key, { max_tokens: 100 });
+    assert.equal(reported.status, 200, reported.text);
+    assert.equal(reported.body.usage.completion_tokens, 100);
+    assert.equal(reported.body.usage.cost, 0.00021);
+    // The key's limit held: both together cost under it.
+    const info = await gateway.request('GET', '/api/v1/key', { key });
+    assert.ok(info.body.data.usage <= 0.001, JSON.stringify(info.body.data));
   });
 
   it('answers a max_tokens no endpoint can honour without a 500', async () => {
