@@ -183,4 +183,36 @@ describe('errors raised before routing', () => {
       await gateway.close();
     }
   });
+
+  it('closes its side of a connection it refused, even when the client never closes its own', async () => {
+    const gateway = await startTestApp();
+    const { connect } = await import('node:net');
+    const url = new URL(gateway.url);
+    // allowHalfOpen: the client does not answer the server's FIN, as a careless or hostile one would not.
+    const socket = connect({ host: url.hostname, port: Number(url.port), allowHalfOpen: true });
+    try {
+      let received = '';
+      socket.setEncoding('utf8').on('data', (chunk: string) => {
+        received += chunk;
+      });
+      const ended = new Promise<void>((resolve) => socket.once('end', () => resolve()));
+      socket.write('GARBAGE\r\n\r\n');
+      await ended;
+      assert.match(received, /^HTTP\/1\.1 400 /);
+      assert.match(received, /"message":"Malformed HTTP request"/);
+      // The server let the socket go (it no longer counts the connection): no descriptor is held
+      // for as long as the client keeps its end open.
+      const open = () =>
+        new Promise<number>((resolve, reject) =>
+          gateway.server.getConnections((error, count) => (error ? reject(error) : resolve(count))),
+        );
+      const deadline = Date.now() + 2000;
+      while ((await open()) > 0 && Date.now() < deadline)
+        await new Promise((resolve) => setTimeout(resolve, 10));
+      assert.equal(await open(), 0);
+    } finally {
+      socket.destroy();
+      await gateway.close();
+    }
+  });
 });

@@ -126,7 +126,10 @@ export function renderClientError(error: NodeJS.ErrnoException, socket: import('
       ? 'Request timed out'
       : 'Malformed HTTP request';
   const body = JSON.stringify({ error: { code: status, message } });
+  // Once the answer is flushed the socket is let go, not only half-closed: a client that never closes
+  // its own end (a slowloris, or one that ignores the FIN) would otherwise hold a descriptor for ever.
   socket.end(
     `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\ncontent-type: application/json; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nconnection: close\r\n\r\n${body}`,
+    () => socket.destroy(),
   );
 }
