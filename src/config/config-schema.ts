@@ -110,6 +110,8 @@ export const ConfigSchema = Type.Object(
       {
         body_bytes: Type.Integer({ minimum: 1024, maximum: 1_073_741_824 }),
         rate_limit: RateLimitSettings,
+        /** How long a streamed answer waits for a client that reads nothing before dropping it. */
+        client_stall_ms: Type.Integer({ minimum: 100, maximum: 3_600_000 }),
       },
       { additionalProperties: false },
     ),
@@ -258,6 +260,7 @@ export const defaultConfig: Static<typeof ConfigSchema> = {
   limits: {
     body_bytes: 4 * 1024 * 1024,
     rate_limit: { requests: 600, window_seconds: 60 },
+    client_stall_ms: 60_000,
   },
   shutdown_timeout_ms: 10_000,
   heap_growth_percent: 20,

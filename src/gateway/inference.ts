@@ -91,7 +91,9 @@ export async function createInference(options: {
     addKeyUsage: (hash, amount) => options.keyCache.addUsage(hash, amount),
   });
   const surfaces: InferenceSurface[] = [
-    ...options.dialects.map((surface) => dialectSurface({ ...surface, service })),
+    ...options.dialects.map((surface) =>
+      dialectSurface({ ...surface, service, clientStallMs: config.limits.client_stall_ms }),
+    ),
     embeddingsSurface(service),
   ];
   return {

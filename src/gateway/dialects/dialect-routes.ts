@@ -81,8 +81,12 @@ const headerText = (value: string | string[] | undefined): string | null =>
  */
 const STALLED_CLIENT_MS = 60_000;
 
-/** Writes SSE text, waiting for the socket to drain; resolves false once the client is gone. */
-function createSseWriter(raw: ServerResponse) {
+/**
+ * Writes SSE text, waiting for the socket to drain; resolves false once the client is gone. A client
+ * that reads nothing for `stallMs` is dropped, and the write resolves only once the response has
+ * closed: by then the request's signal has fired, so the generation is recorded as cancelled.
+ */
+function createSseWriter(raw: ServerResponse, stallMs: number) {
   let closed = raw.destroyed;
   raw.on('close', () => {
     closed = true;
@@ -96,10 +100,9 @@ function createSseWriter(raw: ServerResponse) {
       if (text.length === 0) return true;
       if (raw.write(text)) return true;
       await new Promise<void>((resolve) => {
-        const stalled = setTimeout(() => {
-          raw.destroy();
-          done();
-        }, STALLED_CLIENT_MS);
+        // Destroying emits 'close', which settles this wait after the request's own close listener
+        // has aborted its signal; resolving here at once had recorded a dropped client as completed.
+        const stalled = setTimeout(() => raw.destroy(), stallMs);
         const done = () => {
           clearTimeout(stalled);
           raw.off('drain', done);
@@ -220,8 +223,11 @@ export function dialectSurface(options: {
   service: GenerationService;
   tag: string;
   summary: string;
+  /** How long a stream waits for a client that reads nothing (`limits.client_stall_ms`). */
+  clientStallMs?: number;
 }): InferenceSurface {
   const { dialect, service } = options;
+  const stallMs = options.clientStallMs ?? STALLED_CLIENT_MS;
   const surface: InferenceSurface = {
     path: options.path,
     tag: options.tag,
@@ -268,7 +274,7 @@ export function dialectSurface(options: {
         'x-accel-buffering': 'no',
         'x-generation-id': outcome.info.id,
       });
-      const writer = createSseWriter(raw);
+      const writer = createSseWriter(raw, stallMs);
       const encoder = dialect.streamEncoder(body, outcome.info);
       try {
         await writer.write(encoder.start());

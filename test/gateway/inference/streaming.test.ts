@@ -374,3 +374,49 @@ describe('streaming: commit at first output, failures before and after it', () =
     assert.equal(info.limit_remaining, 1);
   });
 });
+
+describe('a client that stops reading a stream', () => {
+  it('is dropped after limits.client_stall_ms, and its generation is recorded as cancelled', async () => {
+    const gateway = await startTestApp({
+      demo: true,
+      config: { limits: { client_stall_ms: 200, body_bytes: 16 * 1024 * 1024 } },
+    });
+    try {
+      const { key } = await createKey(gateway);
+      // The echo model streams the prompt back a word per event: megabytes more than socket buffers hold.
+      const prompt = 'word '.repeat(300_000);
+      const { request: httpRequest } = await import('node:http');
+      const head = await new Promise<{ id: string; socket: import('node:net').Socket }>((resolve, reject) => {
+        const request = httpRequest(`${gateway.url}/api/v1/chat/completions`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${key}`, 'content-type': 'application/json' },
+        });
+        request.on('error', reject);
+        request.on('response', (response) => {
+          // Read nothing: the server's writes back up until it gives the client up.
+          response.pause();
+          response.socket.on('error', () => {});
+          resolve({ id: String(response.headers['x-generation-id']), socket: response.socket });
+        });
+        request.end(
+          JSON.stringify({
+            model: 'switchyard/echo',
+            messages: [{ role: 'user', content: prompt }],
+            stream: true,
+          }),
+        );
+      });
+      // A paused client never reads the server's FIN; the record says what the server did.
+      const record = await waitFor('the record of the dropped stream', async () => {
+        const found = await gateway.request('GET', `/api/v1/generation?id=${head.id}`, { key });
+        return found.status === 200 ? found.body.data : null;
+      });
+      assert.equal(record.streamed, true);
+      assert.equal(record.cancelled, true, JSON.stringify(record));
+      assert.equal(record.status, 'cancelled');
+      head.socket.destroy();
+    } finally {
+      await gateway.close();
+    }
+  });
+});
