@@ -76,12 +76,6 @@ const headerText = (value: string | string[] | undefined): string | null =>
   typeof value === 'string' && value.length > 0 ? value.slice(0, 512) : null;
 
 /**
- * How long a stream waits for a client that stopped reading. Past it the connection is dropped:
- * otherwise one client could hold an upstream connection and its reservation for ever.
- */
-const STALLED_CLIENT_MS = 60_000;
-
-/**
  * Writes SSE text, waiting for the socket to drain; resolves false once the client is gone. A client
  * that reads nothing for `stallMs` is dropped, and the write resolves only once the response has
  * closed: by then the request's signal has fired, so the generation is recorded as cancelled.
@@ -223,11 +217,15 @@ export function dialectSurface(options: {
   service: GenerationService;
   tag: string;
   summary: string;
-  /** How long a stream waits for a client that reads nothing (`limits.client_stall_ms`). */
-  clientStallMs?: number;
+  /**
+   * How long a stream waits for a client that reads nothing (`limits.client_stall_ms`). Past it the
+   * connection is dropped: otherwise one client could hold an upstream connection and its
+   * reservation for ever.
+   */
+  clientStallMs: number;
 }): InferenceSurface {
   const { dialect, service } = options;
-  const stallMs = options.clientStallMs ?? STALLED_CLIENT_MS;
+  const stallMs = options.clientStallMs;
   const surface: InferenceSurface = {
     path: options.path,
     tag: options.tag,
