@@ -284,6 +284,9 @@ export async function buildApp(options: BuildOptions): Promise<{ app: FastifyIns
     onPolicyError: throttled(30_000, (error: unknown) =>
       logger.error({ err: error }, 'a workspace policy could not be loaded; its requests get 503'),
     ),
+    onContentFilterError: throttled(30_000, (error: unknown) =>
+      logger.error({ err: error }, 'content filters could not run; their requests get 503'),
+    ),
     onContentFilter: (stage, generationId) => {
       // What matched, never the matched text: the prompt stays out of the logs.
       logger.info(

@@ -1,4 +1,5 @@
-import { Worker } from 'node:worker_threads';
+import type { Worker } from 'node:worker_threads';
+import { startModuleThread } from '../platform/module-thread.js';
 import {
   type Deliverer,
   type DeliveryErrorData,
@@ -64,20 +65,9 @@ interface Pending {
   onAbort: () => void;
 }
 
-/**
- * The thread's entry module: the compiled .js next to this file, or — when the gateway runs from
- * its TypeScript sources (tests, `tsx`) — the .ts one, loaded through tsx's loader, which a worker
- * thread does not inherit from its parent.
- */
-function spawn(settings: ThreadSettings): Worker {
-  const fromSources = import.meta.url.endsWith('.ts');
-  if (!fromSources)
-    return new Worker(new URL('./delivery-thread-entry.js', import.meta.url), { workerData: settings });
-  const entry = new URL('./delivery-thread-entry.ts', import.meta.url).href;
-  const tsx = import.meta.resolve('tsx/esm/api');
-  const bootstrap = `import(${JSON.stringify(tsx)}).then((api) => { api.register(); return import(${JSON.stringify(entry)}); })`;
-  return new Worker(bootstrap, { eval: true, workerData: settings });
-}
+/** The delivery thread, running delivery-thread-entry. */
+const spawn = (settings: ThreadSettings): Worker =>
+  startModuleThread(import.meta.url, 'delivery-thread-entry', settings);
 
 /**
  * Sends batches from a worker thread at a lowered priority (nice 19 and, on Linux, the SCHED_IDLE

@@ -163,6 +163,14 @@ export const ConfigSchema = Type.Object(
      * through Fastify's routes, which answer the same.
      */
     direct_lane: Type.Boolean(),
+    /**
+     * Threads that run guardrail content filters on prompts with an NLP filter (person-name,
+     * address) or over 8,192 characters, so their scan never holds the event loop
+     * (src/gateway/pipeline/content-filters/content-filter-threads.ts). `auto` (the default) is one
+     * fewer than the CPUs the process can use, at least 1 and at most 4; `0` scans every prompt on
+     * the request thread. Each is started when first needed.
+     */
+    content_filter_threads: Type.Union([Type.Literal('auto'), Type.Integer({ minimum: 0, maximum: 16 })]),
     broadcast: Type.Object(
       {
         /**
@@ -271,6 +279,7 @@ export const defaultConfig: Static<typeof ConfigSchema> = {
   sqlite_background_checkpoint: true,
   sqlite_thread: 'auto',
   direct_lane: true,
+  content_filter_threads: 'auto',
   broadcast: {
     allow_private_networks: false,
     region: 'global',

@@ -10,6 +10,7 @@ import type { Catalog } from '../catalog/catalog.js';
 import { createEndpointHealth } from '../catalog/endpoint-health.js';
 import type { Config } from '../config/config-schema.js';
 import type { Clock } from '../platform/clock.js';
+import { usableCpus } from '../platform/usable-cpus.js';
 import type { Dialect } from './dialects/dialect.js';
 import {
   dialectSurface,
@@ -17,6 +18,7 @@ import {
   type InferenceSurface,
   registerSurfaceRoute,
 } from './dialects/dialect-routes.js';
+import { createContentFilterThreads } from './pipeline/content-filters/content-filter-threads.js';
 import { createGenerationService } from './pipeline/generation-service.js';
 import type { ContentFilterStage } from './pipeline/guardrail-stage.js';
 import { createAttemptPlanner } from './pipeline/plan-attempts.js';
@@ -24,6 +26,11 @@ import { createSessionRoutes } from './pipeline/session-routes.js';
 import type { PolicyCache } from './policy/policy-cache.js';
 import { createAdapters } from './providers/provider-protocols.js';
 import { createUpstreamHttp } from './providers/shared/upstream-http.js';
+
+/** `content_filter_threads`: `auto` is one fewer than the usable CPUs, from 1 to 4. */
+export function contentFilterThreadCount(setting: 'auto' | number, cpus: number = usableCpus()): number {
+  return setting === 'auto' ? Math.min(4, Math.max(1, cpus - 1)) : setting;
+}
 
 /**
  * Assembles the data plane: upstream HTTP client and adapters, endpoint health, the attempt
@@ -52,6 +59,8 @@ export async function createInference(options: {
   onContentFilter?: (stage: ContentFilterStage, generationId: string) => void;
   /** The owner id of this instance's broadcast delivery worker; null when it runs none. */
   broadcastWorker?: string | null;
+  /** Reports a content-filter thread that failed. */
+  onContentFilterError?: (error: unknown) => void;
 }) {
   const { config, clock, catalog } = options;
   const now = () => clock.now().getTime();
@@ -66,6 +75,8 @@ export async function createInference(options: {
       })
     : createMemorySpendCounters({ now });
   const credits = await createCreditBalance(options.credits, options.onCreditRefreshError);
+  const filterThreads = contentFilterThreadCount(config.content_filter_threads);
+  const contentFilterThreads = filterThreads > 0 ? createContentFilterThreads({ size: filterThreads }) : null;
   const service = createGenerationService({
     config,
     clock,
@@ -79,6 +90,8 @@ export async function createInference(options: {
     ...(options.onPolicyError ? { onPolicyError: options.onPolicyError } : {}),
     ...(options.onContentFilter ? { onContentFilter: options.onContentFilter } : {}),
     broadcastWorker: options.broadcastWorker ?? null,
+    contentFilterThreads,
+    ...(options.onContentFilterError ? { onContentFilterError: options.onContentFilterError } : {}),
     log: options.onGeneration
       ? {
           ...options.log,
@@ -110,6 +123,7 @@ export async function createInference(options: {
     async close() {
       credits.close();
       await http.close();
+      await contentFilterThreads?.close();
     },
   };
 }

@@ -38,6 +38,7 @@ import type { EffectivePolicy } from '../policy/effective-policy.js';
 import type { PolicyCache } from '../policy/policy-cache.js';
 import type { createAdapters } from '../providers/provider-protocols.js';
 import type { Principal } from './authenticate.js';
+import type { ContentFilterThreads } from './content-filters/content-filter-threads.js';
 import { type ContentFilterStage, runContentFilters } from './guardrail-stage.js';
 import { ObservedParts } from './observed-parts.js';
 import type { AttemptPlanner, Candidate } from './plan-attempts.js';
@@ -305,6 +306,10 @@ export function createGenerationService(options: {
   onContentFilter?: (stage: ContentFilterStage, generationId: string) => void;
   /** The owner id of this instance's broadcast delivery worker; null when it runs none. */
   broadcastWorker?: string | null;
+  /** Where large prompts and NLP filters are scanned; null scans every prompt on this thread. */
+  contentFilterThreads?: ContentFilterThreads | null;
+  /** Reports a content-filter thread that failed (the request is refused with a 503). */
+  onContentFilterError?: (error: unknown) => void;
 }) {
   const { config, clock, planner, adapters, health, sessions, counters, credits, log, policies } = options;
 
@@ -428,7 +433,22 @@ export function createGenerationService(options: {
       });
     }
     if (policy?.filters) {
-      const stage = runContentFilters(policy, generation);
+      let stage: ContentFilterStage | null;
+      try {
+        stage = await runContentFilters(policy, generation, options.contentFilterThreads ?? null);
+      } catch (error) {
+        // The guardrail could not be applied: the prompt is not sent unscanned.
+        options.onContentFilterError?.(error);
+        throw new GenerationError(
+          {
+            status: 503,
+            message:
+              'Service temporarily unavailable: the content filters could not be applied, try again shortly',
+            errorType: 'provider_unavailable',
+          },
+          null,
+        );
+      }
       if (stage) {
         options.onContentFilter?.(stage, id);
         pipeline.push(stage.entry);

@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { after, before, beforeEach, describe, it } from 'node:test';
 import { defaultGuardrailId } from '../../../src/admin/guardrails/default-guardrail-id.js';
 import { startFakeUpstream } from '../../helpers/fake-upstream.js';
@@ -510,6 +511,54 @@ describe('guardrails on the inference path', () => {
     assert.equal(blocked.status, 403);
     assert.equal(blocked.body.error.message, 'Request blocked by content filter: secrets');
     assert.equal(setup.fake.requests.length, before, 'a blocked request never reaches an upstream');
+  });
+
+  it('scans NLP filters and large prompts in a content-filter thread, leaving the event loop free', async () => {
+    const { gateway } = setup;
+    const { key, hash } = await newKey(gateway, workspace);
+    const slugs = ['email', 'phone', 'ssn', 'credit-card', 'ip-address', 'person-name', 'address'];
+    const id = await guardrail({
+      name: 'everything',
+      content_filter_builtins: [
+        ...slugs.map((slug) => ({ slug, action: 'redact' })),
+        { slug: 'regex-prompt-injection', action: 'flag' },
+      ],
+      content_filters: [{ pattern: 'project-[0-9]+', action: 'redact', label: '[PROJECT]' }],
+    });
+    await assignKey(id, hash);
+    const sentText = () => {
+      const content = (setup.fake.requests.at(-1)!.body as any).messages[0].content;
+      return typeof content === 'string' ? content : content[0].text;
+    };
+    const named = await chat(gateway, key, {
+      messages: [{ role: 'user', content: 'Please write to Jane Doe at jane@example.com about project-7.' }],
+    });
+    assert.equal(named.status, 200, named.text);
+    assert.equal(sentText(), 'Please write to [PERSON_NAME] at [EMAIL] about [PROJECT].');
+
+    // ~3 MB of prompt: scanned on this thread, every filter held the event loop for seconds.
+    const sentence = 'Mail jane@example.com or call +1 (415) 555-2671 from 10.0.12.7 about project-42. ';
+    const delay = monitorEventLoopDelay({ resolution: 10 });
+    delay.enable();
+    const startedAt = performance.now();
+    const large = await chat(gateway, key, {
+      messages: [{ role: 'user', content: sentence.repeat(36_000) }],
+    });
+    const requestMs = performance.now() - startedAt;
+    delay.disable();
+    assert.equal(large.status, 200, large.text);
+    assert.equal(
+      sentText(),
+      'Mail [EMAIL] or call [PHONE] from [IP_ADDRESS] about [PROJECT]. '.repeat(36_000),
+    );
+    // What is left on this thread is reading, parsing and forwarding the body: its longest hold is
+    // a small part of the request's time, where the scan on this thread was most of it (a ratio,
+    // so a slower host changes both sides; measured 25 of ~330 ms threaded, 268 of ~350 inline).
+    const longestMs = delay.max / 1e6;
+    assert.ok(
+      longestMs < requestMs / 3,
+      `the event loop was held for ${longestMs.toFixed(0)} of the request's ${requestMs.toFixed(0)} ms`,
+    );
   });
 });
 

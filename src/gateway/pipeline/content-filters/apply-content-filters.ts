@@ -3,13 +3,14 @@ import type {
   CompiledContentFilters,
   CompiledFilter,
   ContentFilterOutcome,
+  ContentFilterScan,
   Detection,
   DetectionInput,
   Detector,
   FilterHit,
 } from './content-filter-types.js';
 import { analyseTogether, createLanguageBudget, type LanguageFindings } from './language-analysis.js';
-import { type PromptSegment, promptText } from './prompt-segments.js';
+import { type PromptSegment, type PromptText, promptText } from './prompt-segments.js';
 import { type Replacement, replaceSpans } from './replace-spans.js';
 
 /**
@@ -24,9 +25,38 @@ export function applyContentFilters(
   compiled: CompiledContentFilters,
   request: GenerationRequest,
 ): ContentFilterOutcome {
-  const outcome: ContentFilterOutcome = { request, blocked: null, redacted: [], flagged: [], skipped: [] };
-  if (compiled.filters.length === 0) return outcome;
   const prompt = promptText(request);
+  const { changed, ...scan } = scanPrompt(compiled, prompt);
+  return { ...scan, request: prompt.rebuild(changed) };
+}
+
+/**
+ * `applyContentFilters` without the rebuilt request: the prompt's fields that redactions rewrite,
+ * which `applyPromptEdits` writes into the request. What a content-filter thread answers
+ * (content-filter-threads.ts): only the rewritten fields cross back, not the request.
+ */
+export function scanContentFilters(
+  compiled: CompiledContentFilters,
+  request: GenerationRequest,
+): ContentFilterScan {
+  const prompt = promptText(request);
+  const { changed, ...scan } = scanPrompt(compiled, prompt);
+  return { ...scan, edits: prompt.edits(changed) };
+}
+
+/** The findings, and the changed segment texts by segment index. */
+function scanPrompt(
+  compiled: CompiledContentFilters,
+  prompt: PromptText,
+): Omit<ContentFilterScan, 'edits'> & { changed: Map<number, string> } {
+  const outcome: Omit<ContentFilterScan, 'edits'> & { changed: Map<number, string> } = {
+    blocked: null,
+    redacted: [],
+    flagged: [],
+    skipped: [],
+    changed: new Map(),
+  };
+  if (compiled.filters.length === 0) return outcome;
   const scanner = createScanner(compiled, prompt.segments);
 
   for (const filter of compiled.filters) {
@@ -64,14 +94,12 @@ export function applyContentFilters(
     }
   }
 
-  const changed = new Map<number, string>();
   for (const [segment, list] of replacements) {
     const text = prompt.segments[segment]!.text;
     const replaced = replaceSpans(text, list);
     // a match already equal to its label ("[REDACTED]" redacted again) changes nothing
-    if (replaced !== text) changed.set(segment, replaced);
+    if (replaced !== text) outcome.changed.set(segment, replaced);
   }
-  outcome.request = prompt.rebuild(changed);
   outcome.skipped = scanner.skipped();
   return outcome;
 }

@@ -1,6 +1,7 @@
 import type { FilterAction } from '../../../admin/guardrails/builtin-filter-catalog.js';
 import type { GenerationRequest } from '../../../spec/generation-request.js';
 import type { LanguageFindings } from './language-analysis.js';
+import type { PromptEdit } from './prompt-segments.js';
 
 /** A match inside one piece of prompt text: UTF-16 offsets, `end` exclusive. */
 export interface Detection {
@@ -61,4 +62,10 @@ export interface ContentFilterOutcome {
   flagged: FilterHit[];
   /** Scans not done, e.g. `{ filter: 'person-name', reason: 'nlp-budget-exceeded' }`. */
   skipped: Array<{ filter: string; reason: string }>;
+}
+
+/** A scan's findings without the rebuilt request (`scanContentFilters`). */
+export interface ContentFilterScan extends Omit<ContentFilterOutcome, 'request'> {
+  /** The prompt's fields that redactions rewrite (`applyPromptEdits` writes them in). */
+  edits: PromptEdit[];
 }

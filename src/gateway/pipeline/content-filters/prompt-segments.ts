@@ -22,8 +22,20 @@ export interface PromptSegment {
 /** `item` of the instructions; message parts and JSON pieces use `part`. */
 const INSTRUCTIONS = -1;
 
+/**
+ * One field of the prompt rewritten: the instructions (`item` -1), a message's text part (`part`),
+ * or a function call's arguments or output (`part` -1), with its whole new text.
+ */
+export interface PromptEdit {
+  item: number;
+  part: number;
+  text: string;
+}
+
 export interface PromptText {
   segments: PromptSegment[];
+  /** The fields that the changed segment texts (by segment index) rewrite, each once. */
+  edits(changed: ReadonlyMap<number, string>): PromptEdit[];
   rebuild(changed: ReadonlyMap<number, string>): GenerationRequest;
 }
 
@@ -57,43 +69,64 @@ export function promptText(request: GenerationRequest): PromptText {
     });
   });
 
+  function edits(changed: ReadonlyMap<number, string>): PromptEdit[] {
+    const byItem = new Map<number, Map<number, string>>();
+    for (const [segmentIndex, text] of changed) {
+      const { item, part } = segments[segmentIndex]!.origin;
+      const parts = byItem.get(item) ?? new Map<number, string>();
+      byItem.set(item, parts);
+      parts.set(part, text);
+    }
+    const list: PromptEdit[] = [];
+    for (const [item, parts] of byItem) {
+      const piecesOf = pieces.get(item);
+      // A JSON field's pieces are joined into its new text here, where they were split.
+      if (piecesOf) list.push({ item, part: -1, text: joinJsonText(piecesOf, parts) });
+      else for (const [part, text] of parts) list.push({ item, part, text });
+    }
+    return list;
+  }
+
   return {
     segments,
-    rebuild(changed) {
-      if (changed.size === 0) return request;
-      const byItem = new Map<number, Map<number, string>>();
-      for (const [segmentIndex, text] of changed) {
-        const { item, part } = segments[segmentIndex]!.origin;
-        const parts = byItem.get(item) ?? new Map<number, string>();
-        byItem.set(item, parts);
-        parts.set(part, text);
-      }
-      const rebuilt: GenerationRequest = { ...request };
-      const instructions = byItem.get(INSTRUCTIONS)?.get(0);
-      if (instructions !== undefined) rebuilt.instructions = instructions;
-      if ([...byItem.keys()].some((item) => item !== INSTRUCTIONS)) {
-        rebuilt.input = request.input.map((item, index) => {
-          const parts = byItem.get(index);
-          return parts ? rewriteItem(item, parts, pieces.get(index)) : item;
-        });
-      }
-      return rebuilt;
-    },
+    edits,
+    rebuild: (changed) => applyPromptEdits(request, edits(changed)),
   };
 }
 
-function rewriteItem(
-  item: InputItem,
-  parts: Map<number, string>,
-  pieces: TextPiece[] | undefined,
-): InputItem {
+/** The request with `edits` written in, copying only the objects on the path to a change. */
+export function applyPromptEdits(
+  request: GenerationRequest,
+  edits: readonly PromptEdit[],
+): GenerationRequest {
+  if (edits.length === 0) return request;
+  const byItem = new Map<number, PromptEdit[]>();
+  for (const edit of edits) {
+    const list = byItem.get(edit.item) ?? [];
+    list.push(edit);
+    byItem.set(edit.item, list);
+  }
+  const rebuilt: GenerationRequest = { ...request };
+  const instructions = byItem.get(INSTRUCTIONS)?.[0];
+  if (instructions) rebuilt.instructions = instructions.text;
+  if ([...byItem.keys()].some((item) => item !== INSTRUCTIONS)) {
+    rebuilt.input = request.input.map((item, index) => {
+      const list = byItem.get(index);
+      return list ? rewriteItem(item, list) : item;
+    });
+  }
+  return rebuilt;
+}
+
+function rewriteItem(item: InputItem, edits: readonly PromptEdit[]): InputItem {
   if (item.type === 'message') {
+    const texts = new Map(edits.map((edit) => [edit.part, edit.text]));
     const content = item.content.map((part, index): ContentPart => {
-      const text = parts.get(index);
+      const text = texts.get(index);
       return text !== undefined && part.type === 'text' ? { ...part, text } : part;
     });
     return { ...item, content };
   }
-  const joined = joinJsonText(pieces ?? [], parts);
-  return item.type === 'function-call' ? { ...item, arguments: joined } : { ...item, output: joined };
+  const text = edits[0]!.text;
+  return item.type === 'function-call' ? { ...item, arguments: text } : { ...item, output: text };
 }

@@ -1,0 +1,15 @@
+import { Worker } from 'node:worker_threads';
+
+/**
+ * Starts a worker thread running the module `entry` (a file name without its extension) next to
+ * the module whose `import.meta.url` is `from`: the compiled .js when the gateway runs from dist/,
+ * or — when it runs from its TypeScript sources (tests, `tsx`) — the .ts one, loaded through tsx's
+ * loader, which a worker thread does not inherit from its parent.
+ */
+export function startModuleThread(from: string, entry: string, workerData: unknown): Worker {
+  if (!from.endsWith('.ts')) return new Worker(new URL(`./${entry}.js`, from), { workerData });
+  const source = new URL(`./${entry}.ts`, from).href;
+  const tsx = import.meta.resolve('tsx/esm/api');
+  const bootstrap = `import(${JSON.stringify(tsx)}).then((api) => { api.register(); return import(${JSON.stringify(source)}); })`;
+  return new Worker(bootstrap, { eval: true, workerData });
+}
