@@ -1,8 +1,12 @@
+import { existsSync } from 'node:fs';
 import { parseArgs } from 'node:util';
+import { Value } from 'typebox/value';
+import { CreateKeyBody } from './admin/keys/key-schemas.js';
 import { buildApp, buildServices } from './app.js';
 import { MAX_USD_AMOUNT, usdToNanos } from './billing/money.js';
 import type { Config } from './config/config-schema.js';
 import { ConfigError, loadConfig } from './config/load-config.js';
+import { AppError } from './errors/app-error.js';
 import { applyAllocationSitePretenuring } from './platform/allocation-site-pretenuring.js';
 import { applyHeapGrowth } from './platform/heap-growth.js';
 import { lowerHelperThreads } from './platform/helper-threads.js';
@@ -120,6 +124,52 @@ function parseUsd(raw: string | undefined, what: string): number {
   return usd;
 }
 
+/** A key's `--limit`: 0, or at least one nano-dollar (what the API accepts). */
+function parseLimit(raw: string): number {
+  const usd = parseUsd(raw, '--limit');
+  if (usd > 0 && usdToNanos(usd) < 1)
+    throw new UsageError('--limit must be 0 or at least 0.000000001 (one nano-dollar)');
+  return usd;
+}
+
+/** Positionals each command takes (the command and its subcommand counted), and its options. */
+const SHAPES: Record<string, { positionals: number; options: readonly string[] }> = {
+  serve: { positionals: 1, options: [] },
+  migrate: { positionals: 1, options: [] },
+  'keys create': { positionals: 2, options: ['name', 'management', 'limit', 'limit-reset'] },
+  'keys list': { positionals: 2, options: [] },
+  'credits add': { positionals: 3, options: [] },
+};
+
+/** Refuses arguments the command does not take, rather than ignoring them. */
+function checkArguments(
+  command: string,
+  sub: string | undefined,
+  positionals: readonly string[],
+  values: Record<string, unknown>,
+): void {
+  const name = command === 'keys' || command === 'credits' ? `${command} ${sub ?? ''}` : command;
+  const shape = SHAPES[name];
+  // Unknown commands and missing subcommands are refused where the command is read.
+  if (!shape) return;
+  const extra = positionals[shape.positionals];
+  if (extra !== undefined) throw new UsageError(`${name} takes no argument "${extra}"`);
+  for (const option of Object.keys(values)) {
+    if (option !== 'help' && !shape.options.includes(option))
+      throw new UsageError(`${name} takes no option --${option}`);
+  }
+}
+
+/** A file-backed SQLite database must exist already (`serve` or `migrate` creates it). */
+function requireExistingDatabase(databaseUrl: string): void {
+  if (!databaseUrl.startsWith('sqlite:')) return;
+  const path = databaseUrl.slice('sqlite:'.length);
+  if (path === '' || path === ':memory:' || existsSync(path)) return;
+  throw new ConfigError(
+    `no database at ${path} (DATABASE_URL): start the gateway or run "switchyard migrate" to create it`,
+  );
+}
+
 async function run(argv: string[]): Promise<number> {
   const { values, positionals } = parseArgs({
     args: argv,
@@ -137,7 +187,11 @@ async function run(argv: string[]): Promise<number> {
     console.log(help);
     return 0;
   }
+  checkArguments(command, sub, positionals, values);
   const config = loadConfig();
+  // Administration works on an existing database: a mistyped path must not create an empty one
+  // (with a new master key) and report success against it.
+  if (command === 'keys' || command === 'credits') requireExistingDatabase(config.database_url);
   switch (command) {
     case 'serve':
       await serve(config);
@@ -150,13 +204,20 @@ async function run(argv: string[]): Promise<number> {
     case 'keys':
       if (sub === 'create') {
         if (!values.name) throw new UsageError('keys create needs --name');
+        const name: string = values.name;
+        // The API's rule for a key's name (POST /keys): 1–200 characters, no NUL.
+        const characters = name.length;
+        if (!Value.Check(CreateKeyBody.properties.name, name))
+          throw new UsageError(
+            `--name must be 1 to 200 characters without NUL, got ${characters} characters`,
+          );
         const reset = values['limit-reset'];
         if (reset !== undefined && !['daily', 'weekly', 'monthly'].includes(reset)) {
           throw new UsageError('--limit-reset must be daily, weekly or monthly');
         }
         const input = {
-          name: values.name,
-          limit: values.limit === undefined ? null : parseUsd(values.limit, '--limit'),
+          name,
+          limit: values.limit === undefined ? null : parseLimit(values.limit),
           limit_reset: (reset ?? null) as 'daily' | 'weekly' | 'monthly' | null,
         };
         const created = await withServices(config, (services) =>
@@ -195,6 +256,8 @@ async function run(argv: string[]): Promise<number> {
       if (sub === 'add') {
         const usd = parseUsd(arg, 'credits add <usd>');
         if (usd <= 0) throw new UsageError('credits add <usd> must be greater than 0');
+        if (usdToNanos(usd) < 1)
+          throw new UsageError('credits add <usd> must be at least 0.000000001 (one nano-dollar)');
         const totals = await withServices(config, async (services) => {
           await services.credits.grant({
             nanos: usdToNanos(usd),
@@ -218,7 +281,11 @@ run(process.argv.slice(2)).then(
   },
   (error: unknown) => {
     if (error instanceof ConfigError) console.error(`switchyard: ${error.message}`);
-    else if (error instanceof UsageError || (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS')) {
+    else if (
+      error instanceof UsageError ||
+      (error as { code?: string }).code?.startsWith('ERR_PARSE_ARGS') ||
+      (error instanceof AppError && error.status < 500)
+    ) {
       console.error(`switchyard: ${(error as Error).message}\nRun "switchyard --help" for usage.`);
       process.exitCode = 2;
       return;

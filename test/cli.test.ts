@@ -2,7 +2,10 @@ import assert from 'node:assert/strict';
 import { type ChildProcess, spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { once } from 'node:events';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
 import { createConnection, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, it } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { childEnvironment, freePort, waitForHealth } from './helpers/serve-process.js';
@@ -329,6 +332,25 @@ describe('the switchyard CLI', () => {
       { args: ['credits', 'add'], message: /must be a non-negative number of USD, got ""/ },
       { args: ['credits', 'add', '-3'], message: /Unknown option '-3'/ },
       { args: ['frobnicate'], message: /unknown command "frobnicate"/ },
+      // The API's rules hold on the command line too.
+      {
+        args: ['keys', 'create', '--name', 'n'.repeat(201)],
+        message: /--name must be 1 to 200 characters without NUL, got 201 characters/,
+      },
+      {
+        args: ['keys', 'create', '--name', 'x', '--limit', '0.0000000001'],
+        message: /--limit must be 0 or at least 0\.000000001 \(one nano-dollar\)/,
+      },
+      {
+        args: ['credits', 'add', '0.0000000001'],
+        message: /credits add <usd> must be at least 0\.000000001 \(one nano-dollar\)/,
+      },
+      // What a command does not take is refused, not ignored.
+      { args: ['keys', 'list', 'extra'], message: /keys list takes no argument "extra"/ },
+      { args: ['keys', 'list', '--name', 'x'], message: /keys list takes no option --name/ },
+      { args: ['credits', 'add', '1', '2'], message: /credits add takes no argument "2"/ },
+      { args: ['migrate', 'now'], message: /migrate takes no argument "now"/ },
+      { args: ['serve', '--management'], message: /serve takes no option --management/ },
     ];
     const runs = new Map<string, CliResult>();
     before(async () => {
@@ -378,6 +400,25 @@ describe('the switchyard CLI', () => {
       assertExit(run, 1);
       assert.match(run.stderr, /^switchyard: PORT: must be an integer, got "abc"/m);
       assert.doesNotMatch(run.stderr, /\n\s+at /, 'a stack trace leaked');
+    });
+
+    it('keys and credits refuse a SQLite database that does not exist, creating nothing', async () => {
+      const directory = mkdtempSync(join(tmpdir(), 'switchyard-cli-'));
+      try {
+        const missing = join(directory, 'typo', 'switchyard.db');
+        for (const args of [
+          ['keys', 'list'],
+          ['credits', 'add', '5'],
+        ]) {
+          const run = await cli(args, childEnv(database, { DATABASE_URL: `sqlite:${missing}` }));
+          assertExit(run, 1);
+          assert.match(run.stderr, /no database at .*typo\/switchyard\.db \(DATABASE_URL\)/);
+          assert.match(run.stderr, /run "switchyard migrate"/);
+        }
+        assert.deepEqual(readdirSync(directory), [], 'no directory, database or master key was made');
+      } finally {
+        rmSync(directory, { recursive: true, force: true });
+      }
     });
 
     it('a missing config file exits 1 and names its path', async () => {
