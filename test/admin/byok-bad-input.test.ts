@@ -68,6 +68,16 @@ describe('BYOK credentials refuse bad input with a 400 that names the field, and
       { provider: 'openai', key: 'sk-abc\ud800def-0123456789' },
       /body\.key must not contain unpaired surrogates/,
     ],
+    [
+      'key with a character past Latin-1',
+      { provider: 'openai', key: 'sk-proj-\u2713\u2713abcdefghijklmnopqrstuv' },
+      /body\.key must hold only printable Latin-1 characters \(it is sent in an HTTP header\)/,
+    ],
+    [
+      'key with an emoji',
+      { provider: 'openai', key: 'sk-\u{1F600}abcdefghijklmnopqrstuvwxyz' },
+      /body\.key must hold only printable Latin-1/,
+    ],
     ['non-string key', { provider: 'openai', key: 12345 }, /body\.key must be string/],
     ['empty name', { provider: 'openai', key: validKey, name: '' }, /body\.name must NOT have fewer than 1/],
     [
@@ -236,6 +246,16 @@ describe('BYOK credentials refuse bad input with a 400 that names the field, and
     ['a null name', { name: null }, /body\.name must be string/],
     ['a null sort_order', { sort_order: null }, /body\.sort_order must be integer/],
     ["another key's masked label", { key: 'abc...wxyz' }, /body\.key is a masked label/],
+    [
+      'a provider change without the key',
+      { provider: 'deepinfra' },
+      /body\.key must be given again when body\.provider changes/,
+    ],
+    [
+      'a key past Latin-1',
+      { key: 'sk-\u00e9\u0100abcdefghijklmnopqrstuvwxyz' },
+      /body\.key must hold only printable Latin-1/,
+    ],
   ];
 
   for (const [name, body, expected] of patchCases) {

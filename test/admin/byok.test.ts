@@ -237,8 +237,31 @@ describe('BYOK credentials over HTTP', () => {
     assert.equal(stored.includes(newSecret), false, 'the new secret is sealed');
     assert.equal(after.allowed_user_ids, null);
 
-    const provider = await call('PATCH', `/api/v1/byok/${id}`, { body: { provider: 'deepinfra' } });
+    // A key is issued by one provider: a move to another needs the new provider's key.
+    const sealedBefore = (await rowOf(id)).secret_ciphertext;
+    const keyless = await call('PATCH', `/api/v1/byok/${id}`, { body: { provider: 'deepinfra' } });
+    assert.equal(keyless.status, 400, keyless.text);
+    assert.match(
+      keyless.body.error.message,
+      /body\.key must be given again when body\.provider changes \(a stored key is never sent to another provider\)/,
+    );
+    // Its masked label is not a key either.
+    const relabelled = await call('PATCH', `/api/v1/byok/${id}`, {
+      body: { provider: 'deepinfra', key: record.label },
+    });
+    assert.equal(relabelled.status, 400, relabelled.text);
+    assert.equal((await rowOf(id)).provider, 'openai');
+    assert.equal((await rowOf(id)).secret_ciphertext, sealedBefore);
+    // The same provider named again needs nothing more.
+    assert.equal((await call('PATCH', `/api/v1/byok/${id}`, { body: { provider: 'openai' } })).status, 200);
+    const deepinfraSecret = providerSecret();
+    secrets.push(deepinfraSecret);
+    const provider = await call('PATCH', `/api/v1/byok/${id}`, {
+      body: { provider: 'deepinfra', key: deepinfraSecret },
+    });
+    assert.equal(provider.status, 200, provider.text);
     assert.equal(provider.body.data.provider, 'deepinfra');
+    assert.equal(gateway.services.secretBox.open((await rowOf(id)).secret_ciphertext), deepinfraSecret);
   });
 
   it('deletes a credential and its sealed secret', async () => {

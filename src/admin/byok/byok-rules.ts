@@ -36,6 +36,8 @@ export function isMaskedLabel(value: string): boolean {
 // C0 controls, DEL and C1 controls: a pasted key with one of these is a paste error, not a key.
 // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point.
 const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/u;
+/** Anything past U+00FF (controls are refused before this is asked). */
+const BEYOND_LATIN_1 = /[^\u0000-\u00ff]/u;
 /** With the u flag a surrogate range matches only surrogates that are not part of a pair. */
 const UNPAIRED_SURROGATE = /[\ud800-\udfff]/u;
 
@@ -55,6 +57,13 @@ export function checkSecret(secret: string): void {
   // Sealed as UTF-8, an unpaired surrogate would come back as U+FFFD: not the key that was sent.
   if (UNPAIRED_SURROGATE.test(secret)) {
     throw invalidRequest('Invalid request parameters: body.key must not contain unpaired surrogates');
+  }
+  // It travels in an HTTP header (Authorization, x-api-key…), which holds Latin-1 only: a key with
+  // any other character was saved and then failed every request with a 502.
+  if (BEYOND_LATIN_1.test(secret)) {
+    throw invalidRequest(
+      'Invalid request parameters: body.key must hold only printable Latin-1 characters (it is sent in an HTTP header)',
+    );
   }
 }
 

@@ -82,11 +82,21 @@ export function createByokService(options: {
   async function columnsOf(
     given: UpdateByokInput,
     workspaceId: string,
-    currentLabel?: string,
+    current?: { label: string; provider: string },
   ): Promise<Partial<ByokRow>> {
-    const input =
-      currentLabel !== undefined && given.key === currentLabel ? { ...given, key: undefined } : given;
+    const input = current !== undefined && given.key === current.label ? { ...given, key: undefined } : given;
     const provider = input.provider === undefined ? undefined : resolveProvider(catalog, input.provider);
+    // A key is issued by one provider: it is never sent to another one.
+    if (
+      current !== undefined &&
+      provider !== undefined &&
+      provider.slug !== current.provider &&
+      input.key === undefined
+    ) {
+      throw invalidRequest(
+        'Invalid request parameters: body.key must be given again when body.provider changes (a stored key is never sent to another provider)',
+      );
+    }
     if (input.key !== undefined) checkSecret(input.key);
     await checkKeyHashes(workspaceId, input.allowed_api_key_hashes);
     const models =
@@ -161,7 +171,7 @@ export function createByokService(options: {
 
     async update(principal: Principal, id: string, input: UpdateByokInput): Promise<ByokRecord> {
       const current = await reachable(principal, id);
-      const columns = await columnsOf(input, current.workspace_id, current.label);
+      const columns = await columnsOf(input, current.workspace_id, current);
       const updated = await credentials.update(current.id, {
         ...columns,
         updated_at: clock.now().toISOString(),
