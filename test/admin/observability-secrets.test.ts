@@ -92,6 +92,84 @@ describe('observability destination secrets and config strings', () => {
     }
   });
 
+  it('masks the credentials a webhook or collector URL carries, and keeps them when sent back', async () => {
+    const token = 'SUPERSECRETTOKEN123456';
+    // The save's connection test passes; the later one is refused, echoing the address it was sent to.
+    let answered = 0;
+    const receiver = await startReceiver((request) => {
+      answered += 1;
+      return answered === 1
+        ? { status: 200, body: {} }
+        : { status: 403, body: { error: `refused ${request.url}` } };
+    });
+    try {
+      const url = `${receiver.url}/hook?token=${token}&team=t1`;
+      const created = await createDestination(gateway, {
+        type: 'webhook',
+        name: 'hooked',
+        config: { url, headers: { 'X-Sig': 'abcdefghijklmnopqrstu' } },
+      });
+      const shown = new URL(created.config.url as string);
+      assert.equal(shown.searchParams.get('token'), 'SUPE...3456');
+      assert.equal(shown.searchParams.get('team'), '****');
+      for (const read of [
+        await gateway.request('GET', `${DESTINATIONS}/${created.id}`),
+        await gateway.request('GET', DESTINATIONS),
+      ]) {
+        assert.equal(read.status, 200, read.text);
+        assert.ok(!read.text.includes(token), read.text);
+      }
+      // The record sent back as read (its URL masked) changes the name and keeps the stored URL.
+      const patched = await gateway.request('PATCH', `${DESTINATIONS}/${created.id}`, {
+        body: { name: 'renamed', config: created.config },
+      });
+      assert.equal(patched.status, 200, patched.text);
+      assert.equal(JSON.parse((await destinationRow(gateway, created.id)).config).url, url);
+      // A receiver that echoes the request's address does not give the token away either.
+      const tested = await gateway.request('POST', `${DESTINATIONS}/${created.id}/test`);
+      assert.equal(tested.status, 200, tested.text);
+      assert.equal(tested.body.data.ok, false);
+      assert.match(tested.body.data.error, /refused \/hook\?token=\[secret\]/);
+      assert.ok(!tested.text.includes(token), tested.text);
+      // A collector's endpoint the same way (userinfo is refused outright).
+      const collector = await startReceiver(() => ({ status: 200, body: {} }));
+      try {
+        const created = await createDestination(gateway, {
+          type: 'otel-collector',
+          name: 'collector',
+          config: { endpoint: `${collector.url}/v1/traces?api_key=${token}` },
+        });
+        assert.equal(new URL(created.config.endpoint as string).searchParams.get('api_key'), 'SUPE...3456');
+      } finally {
+        await collector.close();
+      }
+    } finally {
+      await receiver.close();
+    }
+  });
+
+  it('refuses a header named twice in a PATCH, as a POST does', async () => {
+    const created = await createDestination(gateway, {
+      type: 'opik',
+      name: 'headers twice',
+      config: {
+        apiKey: 'k'.repeat(20),
+        workspace: 'w',
+        projectName: 'p',
+        headers: { 'X-One': 'first-value-aaaa' },
+      },
+    });
+    const before = (await destinationRow(gateway, created.id)).secrets_ciphertext;
+    const response = await gateway.request('PATCH', `${DESTINATIONS}/${created.id}`, {
+      body: { config: { headers: { 'X-Dup': 'first-value-aaaa', 'x-dup': 'second-value-bbbb' } } },
+    });
+    assert.match(
+      expectError(response, 400),
+      /body\.config\.headers\.x-dup is given twice \(header names are case-insensitive\)/,
+    );
+    assert.equal((await destinationRow(gateway, created.id)).secrets_ciphertext, before);
+  });
+
   it('refuses control characters, unpaired surrogates and oversized strings anywhere in a config', async () => {
     const cases: Array<[string, Record<string, unknown>, RegExp]> = [
       [

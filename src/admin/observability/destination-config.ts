@@ -98,6 +98,39 @@ export function maskSecretValue(secret: string): string {
 const isSecretField = (type: AnyDestinationType, field: string) =>
   field === 'headers' || type.secretFields.includes(field);
 
+/** The parts of an http(s) URL that carry credentials: a userinfo password and the query's values. */
+function urlCredentials(text: string): { url: URL; values: string[] } | null {
+  if (!/^https?:\/\//i.test(text)) return null;
+  let url: URL;
+  try {
+    url = new URL(text);
+  } catch {
+    return null;
+  }
+  const values = [...url.searchParams.values()].filter((value) => value.length > 0);
+  if (url.password) values.push(decodeURIComponent(url.password));
+  return url.password || values.length > 0 ? { url, values } : null;
+}
+
+/**
+ * A URL as the API shows it: a userinfo password and every query value masked like a secret
+ * (`?token=SUPE...3456`). Webhook and collector URLs often carry their token there (Slack-style
+ * hooks, `?api_key=`), and any key of the workspace may read destinations. Other text is returned
+ * as it is. Sent back in a PATCH, the masked URL keeps the stored one (`mergeConfig`).
+ */
+export function maskUrlCredentials(text: string): string {
+  const found = urlCredentials(text);
+  if (!found) return text;
+  const { url } = found;
+  if (url.password) url.password = maskSecretValue(decodeURIComponent(url.password));
+  if (url.search) {
+    const masked = new URLSearchParams();
+    for (const [name, value] of url.searchParams) masked.append(name, value ? maskSecretValue(value) : value);
+    url.search = masked.toString();
+  }
+  return url.toString();
+}
+
 /** The config as the API returns it: secret fields and every header value masked. */
 export function maskConfig(type: AnyDestinationType, config: DestinationConfig): DestinationConfig {
   const masked: DestinationConfig = {};
@@ -109,7 +142,7 @@ export function maskConfig(type: AnyDestinationType, config: DestinationConfig):
     } else if (type.secretFields.includes(field)) {
       masked[field] = typeof value === 'string' ? maskSecretValue(value) : FULLY_MASKED;
     } else {
-      masked[field] = value;
+      masked[field] = typeof value === 'string' ? maskUrlCredentials(value) : value;
     }
   }
   return masked;
@@ -187,9 +220,14 @@ export function mergeConfig(
     if (!known.has(field)) throw refuse(`body.config.${field}`, 'is not a known field');
     if (field === 'headers') {
       if (isPlainObject(value)) {
+        const seen = new Set<string>();
         for (const name of Object.keys(value)) {
           if (!HEADER_NAME.test(name))
             throw refuse(`body.config.headers.${name}`, 'is not a valid HTTP header name');
+          // As a POST refuses it: one of the two would be dropped without a word.
+          if (seen.has(name.toLowerCase()))
+            throw refuse(`body.config.headers.${name}`, 'is given twice (header names are case-insensitive)');
+          seen.add(name.toLowerCase());
         }
       }
       const headers = mergeHeaders(current.headers, value);
@@ -202,6 +240,14 @@ export function mergeConfig(
       isSecretField(type, field) &&
       typeof currentValue === 'string' &&
       value === maskSecretValue(currentValue)
+    ) {
+      continue;
+    }
+    // A URL read with GET (its credentials masked) and sent back keeps the stored URL.
+    if (
+      typeof currentValue === 'string' &&
+      value !== currentValue &&
+      value === maskUrlCredentials(currentValue)
     ) {
       continue;
     }
@@ -436,6 +482,11 @@ export function scrubSecrets(message: string, type: AnyDestinationType, config: 
   if (isPlainObject(config.headers)) {
     for (const value of Object.values(config.headers))
       if (typeof value === 'string' && value.length >= 4) secrets.push(value);
+  }
+  for (const value of Object.values(config)) {
+    if (typeof value !== 'string') continue;
+    for (const credential of urlCredentials(value)?.values ?? [])
+      if (credential.length >= 4) secrets.push(credential, encodeURIComponent(credential));
   }
   const plain = Object.values(config).filter((value): value is string => typeof value === 'string');
   const forms = new Set<string>();
