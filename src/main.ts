@@ -209,7 +209,7 @@ async function run(argv: string[]): Promise<number> {
         const characters = name.length;
         if (!Value.Check(CreateKeyBody.properties.name, name))
           throw new UsageError(
-            `--name must be 1 to 200 characters without NUL, got ${characters} characters`,
+            `--name must be 1 to 200 characters, not blank, without NUL, got ${characters} characters`,
           );
         const reset = values['limit-reset'];
         if (reset !== undefined && !['daily', 'weekly', 'monthly'].includes(reset)) {

@@ -335,8 +335,9 @@ describe('the switchyard CLI', () => {
       // The API's rules hold on the command line too.
       {
         args: ['keys', 'create', '--name', 'n'.repeat(201)],
-        message: /--name must be 1 to 200 characters without NUL, got 201 characters/,
+        message: /--name must be 1 to 200 characters, not blank, without NUL, got 201 characters/,
       },
+      { args: ['keys', 'create', '--name', '   '], message: /--name must be 1 to 200 characters, not blank/ },
       {
         args: ['keys', 'create', '--name', 'x', '--limit', '0.0000000001'],
         message: /--limit must be 0 or at least 0\.000000001 \(one nano-dollar\)/,

@@ -1,6 +1,6 @@
 import { STATUS_CODES } from 'node:http';
 import type { FastifyError, FastifyInstance } from 'fastify';
-import { NO_NUL_PATTERN } from '../platform/schema-types.js';
+import { NO_NUL_PATTERN, NOT_BLANK_PATTERN } from '../platform/schema-types.js';
 import { AppError } from './app-error.js';
 
 export interface ErrorEnvelope {
@@ -41,6 +41,9 @@ function describeValidation(error: FastifyError): string {
   const where = field ? `${part}.${field}` : part;
   if (first.keyword === 'pattern' && params.pattern === NO_NUL_PATTERN) {
     return `Invalid request parameters: ${where} must not contain NUL characters or unpaired surrogates`;
+  }
+  if (first.keyword === 'pattern' && params.pattern === NOT_BLANK_PATTERN) {
+    return `Invalid request parameters: ${where} must not be blank (whitespace only)`;
   }
   if (Array.isArray(params.allowedValues)) {
     return `Invalid request parameters: ${where} must be one of: ${params.allowedValues.map((value) => (value === null ? 'null' : String(value))).join(', ')}`;

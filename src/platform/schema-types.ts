@@ -8,6 +8,17 @@ import { type TSchema, type TUnsafe, Type } from 'typebox';
  */
 export const NO_NUL_PATTERN = '^[^\\u0000\\ud800-\\udfff]*$';
 
+/** Matches text with a character that is not whitespace: a name that is not blank. */
+export const NOT_BLANK_PATTERN = '\\S';
+
+/**
+ * A display name (a key's, a guardrail's…): storable text that is not blank. Two patterns, so a
+ * refusal names the rule that failed (Ajv reports the first; `allOf` is checked before the length,
+ * the length before `pattern`, so an empty name still reads as too short).
+ */
+export const nameText = (options: { minLength?: number; maxLength?: number; description?: string } = {}) =>
+  Type.String({ ...options, pattern: NOT_BLANK_PATTERN, allOf: [{ pattern: NO_NUL_PATTERN }] });
+
 export const storableText = (
   options: { minLength?: number; maxLength?: number; description?: string } = {},
 ) => Type.String({ ...options, pattern: NO_NUL_PATTERN });

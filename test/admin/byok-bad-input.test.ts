@@ -81,6 +81,11 @@ describe('BYOK credentials refuse bad input with a 400 that names the field, and
     ['non-string key', { provider: 'openai', key: 12345 }, /body\.key must be string/],
     ['empty name', { provider: 'openai', key: validKey, name: '' }, /body\.name must NOT have fewer than 1/],
     [
+      'blank name',
+      { provider: 'openai', key: validKey, name: '\u00a0 ' },
+      /body\.name must not be blank \(whitespace only\)/,
+    ],
+    [
       'name too long',
       { provider: 'openai', key: validKey, name: 'n'.repeat(201) },
       /body\.name must NOT have more than 200/,

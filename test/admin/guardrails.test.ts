@@ -362,6 +362,7 @@ describe('guardrails over HTTP', () => {
         /body\.content_filters\.0\.label/,
       ],
       ['unknown field', { colour: 'red' }, /body\.colour is not a known field/],
+      ['a blank name', { name: '  ' }, /body\.name must not be blank \(whitespace only\)/],
       [
         'workspace_id of no workspace',
         { workspace_id: newId() },

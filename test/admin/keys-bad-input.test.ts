@@ -42,6 +42,7 @@ describe('API keys refuse bad input with a 4xx that names the field, and change 
       /body\.limit_reset must be one of: daily, weekly, monthly, null/,
     ],
     ['NUL in name', { name: 'a\u0000b' }, /body\.name must not contain NUL characters/],
+    ['a blank name', { name: ' \t ' }, /body\.name must not be blank \(whitespace only\)/],
     ['NUL in creator_user_id', { name: 'a', creator_user_id: '\u0000' }, /body\.creator_user_id/],
     ['empty expires_at', { name: 'a', expires_at: '' }, /expires_at .*UTC/],
     [
@@ -95,6 +96,7 @@ describe('API keys refuse bad input with a 4xx that names the field, and change 
     ['empty body', {}, /body must NOT have fewer than 1 properties/],
     ['empty name', { name: '' }, /body\.name/],
     ['NUL in name', { name: '\u0000' }, /body\.name must not contain NUL characters/],
+    ['a blank name', { name: '   ' }, /body\.name must not be blank \(whitespace only\)/],
     ['negative limit', { limit: -0.01 }, /body\.limit/],
     [
       'a positive limit under one nano-dollar',

@@ -30,6 +30,7 @@ describe('Workspaces refuse bad input with a 4xx that names the field and the ru
     ['empty name', { ...valid, name: '' }, /body\.name must NOT have fewer than 1 characters/],
     ['101-character name', { ...valid, name: 'n'.repeat(101) }, /body\.name must NOT have more than 100/],
     ['NUL in name', { ...valid, name: 'a\u0000b' }, /body\.name must not contain NUL characters/],
+    ['a blank name', { ...valid, name: '  ' }, /body\.name must not be blank \(whitespace only\)/],
     ['empty slug', { ...valid, slug: '' }, /body\.slug/],
     ['51-character slug', { ...valid, slug: 's'.repeat(51) }, /body\.slug must NOT have more than 50/],
     ['slug in upper case', { ...valid, slug: 'Prod' }, /body\.slug must match pattern/],

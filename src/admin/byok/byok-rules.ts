@@ -37,7 +37,7 @@ export function isMaskedLabel(value: string): boolean {
 // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point.
 const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/u;
 /** Anything past U+00FF (controls are refused before this is asked). */
-const BEYOND_LATIN_1 = /[^\u0000-\u00ff]/u;
+const BEYOND_LATIN_1 = /[\u0100-\u{10ffff}]/u;
 /** With the u flag a surrogate range matches only surrogates that are not part of a pair. */
 const UNPAIRED_SURROGATE = /[\ud800-\udfff]/u;
 

@@ -1,5 +1,5 @@
 import { type TSchema, Type } from 'typebox';
-import { storableText } from '../../platform/schema-types.js';
+import { nameText, storableText } from '../../platform/schema-types.js';
 
 /** A non-empty list of distinct entries, or null for "no restriction" (and, on PATCH, to clear it). */
 const allowList = <Item extends TSchema>(item: Item, description: string) =>
@@ -8,7 +8,7 @@ const allowList = <Item extends TSchema>(item: Item, description: string) =>
   });
 
 const editableFields = {
-  name: storableText({ minLength: 1, maxLength: 200 }),
+  name: nameText({ minLength: 1, maxLength: 200 }),
   disabled: Type.Boolean(),
   is_fallback: Type.Boolean({ description: 'Used only when no other route for the request succeeds' }),
   sort_order: Type.Integer({ minimum: 0, maximum: 1_000_000, description: 'Lower is tried first' }),

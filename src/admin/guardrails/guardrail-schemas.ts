@@ -1,6 +1,6 @@
 import { type TSchema, Type } from 'typebox';
 import { MAX_USD_AMOUNT } from '../../billing/money.js';
-import { storableText, stringEnum } from '../../platform/schema-types.js';
+import { nameText, storableText, stringEnum } from '../../platform/schema-types.js';
 import { BUILTIN_FILTER_SLUGS } from './builtin-filter-catalog.js';
 import { MAX_PATTERN_LENGTH } from './regex-safety.js';
 
@@ -93,7 +93,7 @@ const ruleFields = {
   ),
 };
 
-const name = storableText({ minLength: 1, maxLength: 200 });
+const name = nameText({ minLength: 1, maxLength: 200 });
 
 export const CreateGuardrailBody = Type.Object(
   { name, ...ruleFields, workspace_id: Type.Optional(Type.String({ format: 'uuid' })) },

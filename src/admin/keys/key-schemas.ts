@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { MAX_USD_AMOUNT } from '../../billing/money.js';
-import { storableText, stringEnum } from '../../platform/schema-types.js';
+import { nameText, storableText, stringEnum } from '../../platform/schema-types.js';
 
 const LimitReset = stringEnum(['daily', 'weekly', 'monthly'], { nullable: true });
 /** Limits are capped so nano-dollar amounts stay exact in a JS number (see docs/decisions.md). */
@@ -43,7 +43,7 @@ export const KeyRecordSchema = Type.Object({
 
 export const CreateKeyBody = Type.Object(
   {
-    name: storableText({ minLength: 1, maxLength: 200 }),
+    name: nameText({ minLength: 1, maxLength: 200 }),
     limit: Type.Optional(LimitUsd),
     limit_reset: Type.Optional(LimitReset),
     include_byok_in_limit: Type.Optional(Type.Boolean()),
@@ -58,7 +58,7 @@ export const CreateKeyBody = Type.Object(
 
 export const UpdateKeyBody = Type.Object(
   {
-    name: Type.Optional(storableText({ minLength: 1, maxLength: 200 })),
+    name: Type.Optional(nameText({ minLength: 1, maxLength: 200 })),
     disabled: Type.Optional(Type.Boolean()),
     limit: Type.Optional(LimitUsd),
     limit_reset: Type.Optional(LimitReset),

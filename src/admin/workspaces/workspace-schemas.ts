@@ -1,6 +1,6 @@
 import { Type } from 'typebox';
 import { MAX_USD_AMOUNT } from '../../billing/money.js';
-import { storableText, stringEnum } from '../../platform/schema-types.js';
+import { nameText, storableText, stringEnum } from '../../platform/schema-types.js';
 
 export const SLUG_PATTERN = '^[a-z0-9]+(?:-[a-z0-9]+)*$';
 export const PROVIDER_SORTS = ['price', 'throughput', 'latency', 'exacto'] as const;
@@ -30,7 +30,7 @@ export const PageQuery = Type.Object(
   { additionalProperties: false },
 );
 
-const name = storableText({ minLength: 1, maxLength: 100 });
+const name = nameText({ minLength: 1, maxLength: 100 });
 const slug = Type.String({ minLength: 1, maxLength: 50, pattern: SLUG_PATTERN });
 
 /** The optional fields a workspace create and update share; null clears a text field. */
