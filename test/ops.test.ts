@@ -101,6 +101,22 @@ describe('ops endpoints and the error renderer', () => {
       ),
       /Malformed JSON/,
     );
+    // Valid JSON with a prototype-poisoning key: refused, with the rule it broke rather than "malformed".
+    for (const rawBody of [
+      '{"name": "x", "__proto__": {"admin": true}}',
+      '{"name": "x", "constructor": {"prototype": {}}}',
+    ]) {
+      assert.match(
+        expectError(
+          await gateway.request('POST', '/api/v1/keys', {
+            rawBody,
+            headers: { 'content-type': 'application/json' },
+          }),
+          400,
+        ),
+        /body must not hold a "__proto__" key, nor a "constructor" key holding "prototype" \(prototype poisoning is refused\)/,
+      );
+    }
     assert.match(
       expectError(
         await gateway.request('POST', '/api/v1/keys', {

@@ -75,6 +75,17 @@ export function createJsonBodyParser(app: FastifyInstance): JsonBodyParser {
     }
     // Fastify's parser reads neither the request nor anything but the text.
     parse(request as never, text, (error, value) => {
+      if (error && isValidJson(text)) {
+        // Fastify's parser refuses prototype poisoning with the same error as malformed JSON: the
+        // JSON is valid, so the answer says which rule it broke.
+        done(
+          invalidRequest(
+            'Invalid request parameters: body must not hold a "__proto__" key, nor a "constructor" key holding "prototype" (prototype poisoning is refused)',
+          ),
+          undefined,
+        );
+        return;
+      }
       const tooDeep = error ? null : pathTooDeepIn(text, value);
       if (tooDeep) {
         done(
@@ -88,6 +99,16 @@ export function createJsonBodyParser(app: FastifyInstance): JsonBodyParser {
       done(error, value);
     });
   };
+}
+
+/** Whether `text` parses as JSON at all (asked only of a body the parser refused). */
+function isValidJson(text: string): boolean {
+  try {
+    JSON.parse(text);
+    return true;
+  } catch {
+    return false;
+  }
 }
 
 /** Registers the parser as Fastify's for `application/json`. */

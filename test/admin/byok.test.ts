@@ -298,6 +298,11 @@ describe('BYOK credentials over HTTP', () => {
         expectError(await call(method, '/api/v1/byok/not-a-uuid', { body }), 400),
         /params\.id must match format "uuid"/,
       );
+      // A URN of a UUID is not a plain one either (ajv-formats takes it; no lookup strips it).
+      assert.match(
+        expectError(await call(method, `/api/v1/byok/urn:uuid:${unknown}`, { body }), 400),
+        /params\.id must match format "uuid"/,
+      );
     }
   });
 

@@ -289,7 +289,13 @@ const configCases: Array<[string, string, Record<string, unknown>, RegExp]> = [
     'a webhook method',
     'webhook',
     { url: 'https://hooks.example.com/in', method: 'PATCH' },
-    /body\.config\.method/,
+    /body\.config\.method must be one of: POST, PUT/,
+  ],
+  [
+    'a newrelic region',
+    'newrelic',
+    { licenseKey: 'k'.repeat(20), region: 'EU' },
+    /body\.config\.region must be one of: us, eu/,
   ],
   [
     'headers as a list',

@@ -7,6 +7,7 @@ import { invalidRequest } from '../../errors/app-error.js';
 import { pathTooDeep } from '../../platform/json-depth.js';
 import { NO_NUL_PATTERN } from '../../platform/schema-types.js';
 import type { SecretBox } from '../../platform/secret-box.js';
+import { PLAIN_UUID } from '../../platform/validation.js';
 import type { ObservabilityDestinationTable } from '../../storage/database-schema.js';
 
 export type DestinationConfig = Record<string, unknown>;
@@ -48,6 +49,7 @@ const FORBIDDEN_HEADERS = new Set([
  */
 const ajv = new Ajv({ allErrors: false, strict: false, useDefaults: false, coerceTypes: false });
 (addFormats as unknown as (instance: Ajv) => Ajv)(ajv);
+ajv.addFormat('uuid', PLAIN_UUID);
 const compiled = new WeakMap<TSchema, ValidateFunction>();
 
 function validatorOf(schema: TSchema): ValidateFunction {

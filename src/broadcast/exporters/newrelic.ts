@@ -1,11 +1,12 @@
 import { type Static, Type } from 'typebox';
+import { stringEnum } from '../../platform/schema-types.js';
 import { CustomHeadersSchema } from './exporter-support.js';
 import { otlpDestination } from './otlp-delivery.js';
 
 const newrelicConfigSchema = Type.Object(
   {
     licenseKey: Type.String({ minLength: 1 }),
-    region: Type.Optional(Type.Union([Type.Literal('us'), Type.Literal('eu')])),
+    region: Type.Optional(stringEnum(['us', 'eu'] as const)),
     headers: Type.Optional(CustomHeadersSchema),
   },
   { additionalProperties: false },

@@ -1,4 +1,5 @@
 import { type Static, Type } from 'typebox';
+import { stringEnum } from '../../platform/schema-types.js';
 import type { DestinationType } from '../destination-type.js';
 import { CustomHeadersSchema, headerProblems, urlProblems } from './exporter-support.js';
 import { loadOtlpSpans, type OtlpTarget, sendChunks, testOtlpConnection } from './otlp-delivery.js';
@@ -6,7 +7,7 @@ import { loadOtlpSpans, type OtlpTarget, sendChunks, testOtlpConnection } from '
 const webhookConfigSchema = Type.Object(
   {
     url: Type.String({ format: 'uri' }),
-    method: Type.Optional(Type.Union([Type.Literal('POST'), Type.Literal('PUT')])),
+    method: Type.Optional(stringEnum(['POST', 'PUT'] as const)),
     headers: Type.Optional(CustomHeadersSchema),
   },
   { additionalProperties: false },
