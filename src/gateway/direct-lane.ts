@@ -143,7 +143,7 @@ class LaneRequest implements InferenceExchange {
     raw.on('error', answered);
     let principal: Principal | Promise<Principal>;
     try {
-      principal = options.authenticator.principalOf(request.headers);
+      principal = options.authenticator.principalOf(request.headers, request.rawHeaders);
     } catch (error) {
       this.#refuse(error);
       return;

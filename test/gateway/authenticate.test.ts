@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { request } from 'undici';
 import { fixedClock } from '../../src/platform/clock.js';
 import { expectError, newSecret, startTestApp, type TestApp } from '../helpers/test-app.js';
 
@@ -73,6 +74,36 @@ describe('authentication', () => {
       headers: { 'x-api-key': 'sk-nope' },
     });
     assert.equal(wrong.status, 401);
+  });
+
+  it('refuses a request that names its credential twice, in either order and on either lane', async () => {
+    const bearer = (key: string) => `Bearer ${key}`;
+    const send = async (path: string, headers: string[], body?: string) => {
+      const response = await request(`${gateway.url}${path}`, {
+        method: body === undefined ? 'GET' : 'POST',
+        headers: body === undefined ? headers : [...headers, 'content-type', 'application/json'],
+        ...(body === undefined ? {} : { body }),
+      });
+      return { status: response.statusCode, body: (await response.body.json()) as any };
+    };
+    const chat = JSON.stringify({ model: 'x/y', messages: [{ role: 'user', content: 'hi' }] });
+    for (const headers of [
+      ['authorization', bearer(inferenceKey), 'authorization', bearer(gateway.managementKey)],
+      ['Authorization', bearer(gateway.managementKey), 'authorization', bearer(inferenceKey)],
+      ['x-api-key', inferenceKey, 'X-Api-Key', gateway.managementKey],
+    ]) {
+      for (const [path, body] of [
+        ['/api/v1/credits', undefined],
+        ['/api/v1/chat/completions', chat],
+      ] as const) {
+        const refused = await send(path, headers, body);
+        assert.equal(refused.status, 400, JSON.stringify(refused.body));
+        assert.match(refused.body.error.message, /names its credential more than once/);
+      }
+    }
+    // One of each is no repetition: Authorization wins, as before.
+    const both = await send('/api/v1/key', ['authorization', bearer(inferenceKey), 'x-api-key', 'other']);
+    assert.equal(both.status, 200);
   });
 
   it('refuses an inference key on management operations with 403', async () => {

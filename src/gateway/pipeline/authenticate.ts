@@ -1,7 +1,7 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import type { FastifyReply, FastifyRequest } from 'fastify';
 import type { CachedKey, KeyCache } from '../../admin/keys/key-cache.js';
-import { AppError, managementKeyRequired } from '../../errors/app-error.js';
+import { AppError, invalidRequest, managementKeyRequired } from '../../errors/app-error.js';
 import type { Clock } from '../../platform/clock.js';
 import { hashApiKey } from '../../platform/ids.js';
 import type { RateLimitDecision, RateLimiter } from './rate-limiter.js';
@@ -48,6 +48,33 @@ function credentialHeader(headers: IncomingHttpHeaders): string | undefined {
   return typeof apiKey === 'string' && apiKey.trim() !== '' ? `Bearer ${apiKey.trim()}` : authorization;
 }
 
+/**
+ * Whether the request names its credential more than once (two `Authorization` or two `x-api-key`
+ * lines): Node keeps the first and drops the rest, while a proxy in front may have checked the last,
+ * so which key a request runs as would depend on who reads it. Scanned in the raw list (a pair per
+ * header line), which costs a few comparisons.
+ */
+function repeatsCredential(rawHeaders: readonly string[]): boolean {
+  let authorization = 0;
+  let apiKey = 0;
+  for (let index = 0; index < rawHeaders.length; index += 2) {
+    const name = rawHeaders[index] as string;
+    if (name.length === 13 && name.toLowerCase() === 'authorization') authorization += 1;
+    else if (name.length === 9 && name.toLowerCase() === 'x-api-key') apiKey += 1;
+  }
+  return authorization > 1 || apiKey > 1;
+}
+
+/** The credential header of a request, or the 400 of a credential named twice. */
+function credentialOf(headers: IncomingHttpHeaders, rawHeaders: readonly string[]): string | undefined {
+  if (repeatsCredential(rawHeaders)) {
+    throw invalidRequest(
+      'Invalid request parameters: the request names its credential more than once (two Authorization or x-api-key headers): send one',
+    );
+  }
+  return credentialHeader(headers);
+}
+
 /** Fastify's onRequest hook, callback style. */
 type OnRequestHook = (request: FastifyRequest, reply: FastifyReply, done: (error?: Error) => void) => void;
 
@@ -60,7 +87,7 @@ export interface Authenticator {
    * unknown, disabled or expired key. The direct lane (src/gateway/direct-lane.ts) authenticates
    * with it, so its answers are the hook's.
    */
-  principalOf(headers: IncomingHttpHeaders): Principal | Promise<Principal>;
+  principalOf(headers: IncomingHttpHeaders, rawHeaders: readonly string[]): Principal | Promise<Principal>;
   /** Counts one request against the key's rate limit: null when admitted, else the 429 to send. */
   rateLimit(principal: Principal): AppError | null | Promise<AppError | null>;
 }
@@ -183,7 +210,7 @@ export function createAuthenticator(options: {
     }
     let principal: Principal | Promise<Principal>;
     try {
-      principal = principalFor(credentialHeader(request.headers));
+      principal = principalFor(credentialOf(request.headers, request.raw.rawHeaders));
     } catch (error) {
       done(error as Error);
       return;
@@ -196,5 +223,9 @@ export function createAuthenticator(options: {
     }
     admit(request, auth, principal, done);
   };
-  return { hook, principalOf: (headers) => principalFor(credentialHeader(headers)), rateLimit };
+  return {
+    hook,
+    principalOf: (headers, rawHeaders) => principalFor(credentialOf(headers, rawHeaders)),
+    rateLimit,
+  };
 }
