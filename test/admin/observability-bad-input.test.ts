@@ -506,6 +506,11 @@ describe('observability destinations refuse bad input with a 400 that names the 
       [`${DESTINATIONS}?limit=0`, /querystring\.limit must be >= 1/],
       [`${DESTINATIONS}?limit=101`, /querystring\.limit must be <= 100/],
       [`${DESTINATIONS}?limit=ten`, /querystring\.limit must be integer/],
+      [`${DESTINATIONS}?limit=0x1`, /querystring\.limit must be a decimal number, got "0x1"/],
+      [`${DESTINATIONS}?limit=0b10`, /querystring\.limit must be a decimal number/],
+      [`${DESTINATIONS}?limit=1e0`, /querystring\.limit must be a decimal number/],
+      [`${DESTINATIONS}?limit=%201`, /querystring\.limit must be a decimal number, got " 1"/],
+      [`${DESTINATIONS}?limit=1&limit=2`, /querystring\.limit is given more than once/],
       [`${DESTINATIONS}?workspace_id=default`, /querystring\.workspace_id must match format "uuid"/],
       [`${DESTINATIONS}?type=langfuse`, /querystring\.type is not a known field/],
       [

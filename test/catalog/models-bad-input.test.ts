@@ -35,6 +35,13 @@ const REFUSED: Array<[query: string, names: string[]]> = [
   ['min_coding_index=10&max_coding_index=5', ['min_coding_index', 'max_coding_index']],
   ['use_rss=maybe', ['use_rss']],
   ['use_rss_chat_links=yes', ['use_rss_chat_links']],
+  // Numbers are plain decimals, given once: what Number() would also read is not enough.
+  ['context=0x10', ['context']],
+  ['context=1e3', ['context']],
+  ['min_price=Infinity', ['min_price']],
+  ['min_intelligence_index=1e400', ['min_intelligence_index']],
+  ['max_price=%201', ['max_price']],
+  ['context=1000&context=2000', ['context']],
 ];
 
 describe('GET /models: refused parameters', () => {
