@@ -4,7 +4,17 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { invalidRequest } from '../errors/app-error.js';
 
 /** A UUID in its plain 8-4-4-4-12 hex form, either case. */
-export const PLAIN_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+const PLAIN_UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * ajv-formats' formats, with `uuid` in its plain form only: ajv-formats' also takes a `urn:uuid:`
+ * prefix, which no lookup strips, so such an id passed the check and then named nothing (a 404 for
+ * a record that exists). Every Ajv of the gateway gets these.
+ */
+export function addGatewayFormats(ajv: Ajv): void {
+  (addFormats as unknown as (instance: Ajv) => Ajv)(ajv);
+  ajv.addFormat('uuid', PLAIN_UUID);
+}
 
 /** Compiles a JSON body's schema into the validator its Fastify route uses. */
 export type BodyValidatorCompiler = (schema: object) => ValidateFunction;
@@ -19,13 +29,8 @@ export function installValidators(app: FastifyInstance): BodyValidatorCompiler {
   const common = { allErrors: false, strict: false, useDefaults: true, removeAdditional: false } as const;
   const coercing = new Ajv({ ...common, coerceTypes: 'array' });
   const exact = new Ajv({ ...common, coerceTypes: false });
-  const withFormats = addFormats as unknown as (ajv: Ajv) => Ajv;
-  for (const ajv of [coercing, exact]) {
-    withFormats(ajv);
-    // ajv-formats' uuid also takes a `urn:uuid:` prefix, which no lookup strips: such an id passed
-    // the route's check and then named nothing (a 404 for a record that exists). Plain UUIDs only.
-    ajv.addFormat('uuid', PLAIN_UUID);
-  }
+  addGatewayFormats(coercing);
+  addGatewayFormats(exact);
   app.addHook('preValidation', refuseLooseNumbers);
   app.setValidatorCompiler(({ schema, httpPart }) =>
     (httpPart === 'body' ? exact : coercing).compile(schema as object),

@@ -1,6 +1,7 @@
 import type { Catalog } from '../../catalog/catalog.js';
 import { DEMO_PROVIDER_SLUG } from '../../catalog/demo-provider.js';
 import { invalidRequest } from '../../errors/app-error.js';
+import { isHeaderValue } from '../../platform/header-value.js';
 
 /** Keys shorter than this are masked completely: 7 shown characters would be too much of them. */
 const MIN_LENGTH_TO_SHOW_ENDS = 24;
@@ -36,8 +37,6 @@ export function isMaskedLabel(value: string): boolean {
 // C0 controls, DEL and C1 controls: a pasted key with one of these is a paste error, not a key.
 // biome-ignore lint/suspicious/noControlCharactersInRegex: matching control characters is the point.
 const CONTROL_CHARACTER = /[\u0000-\u001f\u007f-\u009f]/u;
-/** Anything past U+00FF (controls are refused before this is asked). */
-const BEYOND_LATIN_1 = /[\u0100-\u{10ffff}]/u;
 /** With the u flag a surrogate range matches only surrogates that are not part of a pair. */
 const UNPAIRED_SURROGATE = /[\ud800-\udfff]/u;
 
@@ -60,7 +59,8 @@ export function checkSecret(secret: string): void {
   }
   // It travels in an HTTP header (Authorization, x-api-key…), which holds Latin-1 only: a key with
   // any other character was saved and then failed every request with a 502.
-  if (BEYOND_LATIN_1.test(secret)) {
+  // (Controls are refused above, so what this refuses is anything past U+00FF.)
+  if (!isHeaderValue(secret)) {
     throw invalidRequest(
       'Invalid request parameters: body.key must hold only printable Latin-1 characters (it is sent in an HTTP header)',
     );

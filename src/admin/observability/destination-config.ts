@@ -1,13 +1,13 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import addFormats from 'ajv-formats';
 import type { TSchema } from 'typebox';
 import type { DestinationType } from '../../broadcast/destination-type.js';
 import type { ExporterHttp } from '../../broadcast/exporter-http.js';
 import { invalidRequest } from '../../errors/app-error.js';
+import { isHeaderValue } from '../../platform/header-value.js';
 import { pathTooDeep } from '../../platform/json-depth.js';
 import { NO_NUL_PATTERN } from '../../platform/schema-types.js';
 import type { SecretBox } from '../../platform/secret-box.js';
-import { PLAIN_UUID } from '../../platform/validation.js';
+import { addGatewayFormats } from '../../platform/validation.js';
 import type { ObservabilityDestinationTable } from '../../storage/database-schema.js';
 
 export type DestinationConfig = Record<string, unknown>;
@@ -22,8 +22,6 @@ const FULLY_MASKED = '****';
 
 /** An HTTP header name (RFC 9110 token). */
 const HEADER_NAME = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-/** What Node and undici accept in a header value: tab, visible ASCII, space and obs-text. */
-const HEADER_VALUE = /^[\t\u0020-\u007e\u0080-\u00ff]*$/;
 /**
  * Headers the gateway's HTTP client owns: framing (a wrong Content-Length or Transfer-Encoding would
  * corrupt the request), the target host, and hop-by-hop headers that mean nothing end to end.
@@ -48,8 +46,7 @@ const FORBIDDEN_HEADERS = new Set([
  * coercion, formats on), so a config error reads like any other body error. Compiled once per type.
  */
 const ajv = new Ajv({ allErrors: false, strict: false, useDefaults: false, coerceTypes: false });
-(addFormats as unknown as (instance: Ajv) => Ajv)(ajv);
-ajv.addFormat('uuid', PLAIN_UUID);
+addGatewayFormats(ajv);
 const compiled = new WeakMap<TSchema, ValidateFunction>();
 
 function validatorOf(schema: TSchema): ValidateFunction {
@@ -358,7 +355,7 @@ function checkStrings(type: AnyDestinationType, config: DestinationConfig, path:
   }
   for (const field of type.secretFields) {
     const value = config[field];
-    if (typeof value === 'string' && !HEADER_VALUE.test(value)) {
+    if (typeof value === 'string' && !isHeaderValue(value)) {
       throw refuse(
         `${path}.${field}`,
         'must hold only printable Latin-1 characters (it is sent in an HTTP header)',
@@ -386,7 +383,7 @@ function checkHeaders(headers: unknown, path: string): void {
     if (value.length > MAX_HEADER_VALUE_LENGTH) {
       throw refuse(where, `must NOT have more than ${MAX_HEADER_VALUE_LENGTH} characters`);
     }
-    if (!HEADER_VALUE.test(value))
+    if (!isHeaderValue(value))
       throw refuse(where, 'must not contain control characters or characters above U+00FF');
   }
 }

@@ -540,6 +540,7 @@ export function createGenerationService(options: {
     });
     return {
       worst,
+      bounds,
       plan: spendScopes(
         context.principal.key,
         credits,
@@ -766,13 +767,20 @@ export function createGenerationService(options: {
     context: GenerationContext,
     prepared: Prepared,
     start: (candidate: Candidate, call: { signal: CancelSignal }) => Promise<T>,
-  ): Promise<{ candidate: Candidate; started: T; reservation: Reservation; attemptStart: number }> {
+  ): Promise<{
+    candidate: Candidate;
+    started: T;
+    reservation: Reservation;
+    /** What the reservation covers: the most the call may bill. */
+    bounds: UsageBounds;
+    attemptStart: number;
+  }> {
     let last: GenerationFailure | null = null;
     let skipModel: string | null = null;
     for (const candidate of prepared.candidates) {
       if (context.signal.aborted) break;
       if (candidate.model.id === skipModel) continue;
-      const { worst, plan } = reserveFor(context, prepared, candidate);
+      const { worst, bounds, plan } = reserveFor(context, prepared, candidate);
       const reserved = await counters.reserve(plan.scopes, worst);
       if (!reserved.ok) {
         const denial = plan.denials.get(reserved.scopeId);
@@ -790,7 +798,7 @@ export function createGenerationService(options: {
       try {
         const started = await start(candidate, { signal: context.signal });
         prepared.attempts.push(attemptOf(candidate, 200, 200, null, performance.now() - attemptStart));
-        return { candidate, started, reservation: reserved.reservation, attemptStart };
+        return { candidate, started, reservation: reserved.reservation, bounds, attemptStart };
       } catch (error) {
         await counters.settle(reserved.reservation, 0);
         if (error instanceof UnsupportedRequestError) {
@@ -850,7 +858,7 @@ export function createGenerationService(options: {
       record(): void;
     }> {
       const prepared = await prepare(context);
-      const { candidate, started, reservation, attemptStart } = await firstThatStarts(
+      const { candidate, started, reservation, bounds, attemptStart } = await firstThatStarts(
         context,
         prepared,
         (target, call) =>
@@ -863,12 +871,7 @@ export function createGenerationService(options: {
       );
       const result: GenerationResult = {
         ...started,
-        usage: billableUsage(
-          started.usage,
-          prepared.prompt.bytes,
-          resultChars(started),
-          usageBounds(context, prepared, candidate),
-        ),
+        usage: billableUsage(started.usage, prepared.prompt.bytes, resultChars(started), bounds),
       };
       const elapsed = performance.now() - attemptStart;
       const cost = generationCost(candidate.endpoint.pricing as EndpointPricing, result.usage);
@@ -933,7 +936,7 @@ export function createGenerationService(options: {
     }> {
       const prepared = await prepare(context);
       const upstreamRequest = redactedEmbeddingInput(request, prepared.generation);
-      const { candidate, started, reservation, attemptStart } = await firstThatStarts(
+      const { candidate, started, reservation, bounds, attemptStart } = await firstThatStarts(
         context,
         prepared,
         (target, call) => {
@@ -954,12 +957,7 @@ export function createGenerationService(options: {
         },
       );
       const elapsed = performance.now() - attemptStart;
-      const counted = billableUsage(
-        started.usage,
-        prepared.prompt.bytes,
-        0,
-        usageBounds(context, prepared, candidate),
-      );
+      const counted = billableUsage(started.usage, prepared.prompt.bytes, 0, bounds);
       const embedded: EmbeddingResult = {
         ...started,
         // An upstream that counts nothing is billed its input from the bytes sent.
@@ -1001,7 +999,7 @@ export function createGenerationService(options: {
      */
     async stream(context: GenerationContext): Promise<StreamOutcome> {
       const prepared = await prepare(context);
-      const { candidate, started, reservation, attemptStart } = await firstThatStarts(
+      const { candidate, started, reservation, bounds, attemptStart } = await firstThatStarts(
         context,
         prepared,
         async (target, call) => {
@@ -1083,12 +1081,7 @@ export function createGenerationService(options: {
         const cancelled = context.signal.aborted;
         // Releasing the upstream must not keep the reservation from being settled.
         if (!ended) await Promise.resolve(started.iterator.return?.()).catch(() => undefined);
-        const billed = billableUsage(
-          usage as Usage | null,
-          prepared.prompt.bytes,
-          outputChars,
-          usageBounds(context, prepared, candidate),
-        );
+        const billed = billableUsage(usage as Usage | null, prepared.prompt.bytes, outputChars, bounds);
         const cost = generationCost(candidate.endpoint.pricing as EndpointPricing, billed);
         await counters.settle(reservation, cost.totalNanos);
         const elapsed = performance.now() - attemptStart;
