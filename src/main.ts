@@ -205,7 +205,7 @@ async function run(argv: string[]): Promise<number> {
       if (sub === 'create') {
         if (!values.name) throw new UsageError('keys create needs --name');
         const name: string = values.name;
-        // The API's rule for a key's name (POST /keys): 1–200 characters, no NUL.
+        // The API's rule for a key's name (POST /keys): 1–200 characters, not blank, no NUL.
         const characters = name.length;
         if (!Value.Check(CreateKeyBody.properties.name, name))
           throw new UsageError(
