@@ -87,7 +87,13 @@ export interface StreamOutcome {
  * the status the client would have seen, and `called`, false when the reservation was refused
  * and no upstream was called.
  */
-type AttemptRecord = GenerationAttempt & { provider_name: string; shownStatus: number; called: boolean };
+type AttemptRecord = GenerationAttempt & {
+  provider_name: string;
+  shownStatus: number;
+  called: boolean;
+  /** Whether the attempt used the workspace's own credential (BYOK). */
+  byok: boolean;
+};
 
 const attemptOf = (
   candidate: Candidate,
@@ -106,11 +112,20 @@ const attemptOf = (
   latency_ms: Math.round(latencyMs),
   shownStatus,
   called,
+  byok: candidate.byok !== null,
 });
+
+/** The last attempt that reached a provider (a refused reservation called none). */
+function lastCalled(attempts: readonly AttemptRecord[]): AttemptRecord | undefined {
+  for (let index = attempts.length - 1; index >= 0; index -= 1) {
+    if (attempts[index]?.called) return attempts[index];
+  }
+  return undefined;
+}
 
 /** The attempts as the generation record keeps them: GenerationAttempt, without the metadata-only fields. */
 const storedAttempts = (attempts: AttemptRecord[]): GenerationAttempt[] =>
-  attempts.map(({ shownStatus: _shown, called: _called, ...attempt }) => attempt);
+  attempts.map(({ shownStatus: _shown, called: _called, byok: _byok, ...attempt }) => attempt);
 
 /**
  * The prompt's size in UTF-8 bytes (text, function calls and outputs, tools, a JSON schema, plus a
@@ -341,7 +356,11 @@ export function createGenerationService(options: {
         : `available=${candidates.length}`,
       // The answering attempt's 1-based index; on failure 0 when no provider was reached at all.
       attempt: selected || attempts.some((attempt) => attempt.called) ? attempts.length : 0,
-      is_byok: selected?.byok != null,
+      // The answering attempt's credential; on failure the last attempt that reached a provider,
+      // as the error's own metadata reports it.
+      is_byok: selected
+        ? selected.byok !== null
+        : lastCalled(attempts)?.byok === true,
       endpoints: {
         total: candidates.length,
         available: candidates.map((candidate) => ({

@@ -608,6 +608,36 @@ describe('BYOK credentials on the inference path', () => {
     ok(await gateway.request('DELETE', `/api/v1/byok/${created.id}`), 'delete');
   });
 
+  it('a failed call with the workspace key says BYOK in the error and in switchyard_metadata alike', async () => {
+    const { gateway, fake } = setup;
+    const { key } = await newKey(gateway, workspace);
+    const created = ok(
+      await gateway.request('POST', '/api/v1/byok', {
+        body: { provider: 'acme', key: 'sk-acme-own-secret-0003', workspace_id: workspace },
+      }),
+      'byok',
+    ).data;
+    fake.handle((_request, response) => {
+      response
+        .writeHead(500, { 'content-type': 'application/json' })
+        .end('{"error":{"message":"upstream broke"}}');
+    });
+    try {
+      const failed = await chat(gateway, key, { model: OTHER_MODEL }, { 'X-Switchyard-Metadata': 'enabled' });
+      assert.equal(failed.status, 500, failed.text);
+      assert.equal(failed.body.error.metadata.is_byok, true);
+      assert.equal(failed.body.switchyard_metadata.is_byok, true);
+      assert.equal(failed.body.switchyard_metadata.attempt, 1);
+    } finally {
+      fake.handle((_request, response) => {
+        response
+          .writeHead(200, { 'content-type': 'application/json' })
+          .end(chatCompletion('ok', usageOf(1000, 500)));
+      });
+      ok(await gateway.request('DELETE', `/api/v1/byok/${created.id}`), 'delete');
+    }
+  });
+
   it('tries the workspace key before the platform key, and the platform key first when it is a fallback', async () => {
     const { gateway, fake } = setup;
     const { key } = await newKey(gateway, workspace);
