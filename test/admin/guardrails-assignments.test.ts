@@ -256,6 +256,43 @@ describe('guardrail assignments over HTTP', () => {
     assert.deepEqual(removed.body, { unassigned_count: 1 });
   });
 
+  it('a member who leaves the workspace leaves its guardrail assignment there, and keeps the one elsewhere', async () => {
+    await addMember(defaultWorkspace, 'user_leaving');
+    await addMember(otherWorkspace, 'user_leaving');
+    const rail = await newGuardrail('for the leaver');
+    const elsewhere = await newGuardrail('elsewhere', otherManager);
+    const path = (id: string) => `${GUARDRAILS}/${id}/assignments/members`;
+    for (const [id, key] of [
+      [rail, undefined],
+      [elsewhere, otherManager],
+    ] as const) {
+      const assigned = await gateway.request('POST', path(id), {
+        body: { member_user_ids: ['user_leaving'] },
+        ...(key ? { key } : {}),
+      });
+      assert.deepEqual(assigned.body, { assigned_count: 1 }, assigned.text);
+    }
+    const left = await gateway.request('POST', `/api/v1/workspaces/${defaultWorkspace}/members/remove`, {
+      body: { user_ids: ['user_leaving'] },
+    });
+    assert.deepEqual(left.body, { removed_count: 1 }, left.text);
+    const listed = await gateway.request('GET', path(rail));
+    assert.deepEqual(listed.body, { data: [], total_count: 0 });
+    const kept = await gateway.request('GET', path(elsewhere), { key: otherManager });
+    assert.deepEqual(
+      kept.body.data.map((item: { user_id: string }) => item.user_id),
+      ['user_leaving'],
+    );
+    // Back in the workspace, the member starts without one.
+    await addMember(defaultWorkspace, 'user_leaving');
+    assert.equal((await gateway.request('GET', path(rail))).body.total_count, 0);
+    const cleared = await gateway.request('POST', `${path(elsewhere)}/remove`, {
+      body: { member_user_ids: ['user_leaving'] },
+      key: otherManager,
+    });
+    assert.deepEqual(cleared.body, { unassigned_count: 1 });
+  });
+
   it('deletes a guardrail together with its assignments', async () => {
     const key = await newKey({ name: 'doomed' });
     await addMember(defaultWorkspace, 'user_doomed');

@@ -51,8 +51,9 @@ export function createWorkspaceMemberRepository(storage: Storage) {
     },
 
     /**
-     * Removes members unless one of them still has an active key in the workspace. The check and the
-     * delete share a transaction holding the workspace row, so no key can be created in between.
+     * Removes members unless one of them still has an active key in the workspace, with their guardrail
+     * assignments in it. The check and the deletes share a transaction holding the workspace row, so
+     * no key can be created in between.
      */
     async remove(options: {
       workspaceId: string;
@@ -76,6 +77,12 @@ export function createWorkspaceMemberRepository(storage: Storage) {
           .where('workspace_id', '=', workspaceId)
           .where('user_id', 'in', userIds)
           .executeTakeFirst();
+        // A member who left holds no guardrail here: the assignment would otherwise stay listed.
+        await trx
+          .deleteFrom('guardrail_member_assignments')
+          .where('workspace_id', '=', workspaceId)
+          .where('user_id', 'in', userIds)
+          .execute();
         return { removed: Number(result.numDeletedRows) };
       });
     },
