@@ -229,13 +229,10 @@ class LaneRequest implements InferenceExchange {
     }
     const chunks = this.#chunks;
     this.#chunks = [];
-    const text =
-      chunks.length === 1
-        ? (chunks[0] as Buffer).toString('utf8')
-        : Buffer.concat(chunks, this.#received).toString('utf8');
+    const bytes = chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, this.#received);
     // The parser answers synchronously (the route's content-type parser runs it the same way).
     const parsed: { error: Error | null } = { error: null };
-    this.options.parseJson(this.request as JsonRequest, text, (error, value) => {
+    this.options.parseJson(this.request as JsonRequest, bytes, (error, value) => {
       parsed.error = error;
       this.body = value;
     });

@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import type { FastifyInstance } from 'fastify';
 import { AppError, invalidRequest } from '../errors/app-error.js';
 import { describeDeepPath, MAX_JSON_DEPTH, pathTooDeepIn } from './json-depth.js';
@@ -20,13 +21,13 @@ export function declaresOtherCharset(contentType: string | undefined): boolean {
 
 type Done = (error: Error | null, value: unknown) => void;
 
-/** Reads one JSON request body's text (UTF-8) as its value, or the error that refuses it. */
+/** Reads one JSON request body's bytes (UTF-8) as its value, or the error that refuses it. */
 export type JsonBodyParser = (
   request: {
     method: string;
     headers: { 'content-type'?: string | undefined; 'content-encoding'?: string | undefined };
   },
-  text: string,
+  body: Buffer,
   done: Done,
 ) => void;
 
@@ -37,12 +38,14 @@ export type JsonBodyParser = (
  * it gets no body instead. A body nesting more than MAX_JSON_DEPTH levels is refused with a 400
  * naming where (src/platform/json-depth.ts): serializing it, or any recursive walk of it, would
  * overflow the stack. A body declared in a charset other than UTF-8 is a 415: it is read as UTF-8.
- * So is a body with a Content-Encoding (other than `identity`): nothing decodes it.
+ * So is a body with a Content-Encoding (other than `identity`): nothing decodes it. Bytes that are
+ * not UTF-8 are a 400: decoded, each would become U+FFFD, and the request would go on (and be
+ * stored, and sent upstream) with text the client never sent.
  * Fastify's routes and the direct lane (src/gateway/direct-lane.ts) both parse with it.
  */
 export function createJsonBodyParser(app: FastifyInstance): JsonBodyParser {
   const parse = app.getDefaultJsonParser('error', 'error');
-  return (request, text, done) => {
+  return (request, body, done) => {
     const contentType = request.headers['content-type'];
     if (declaresOtherCharset(contentType)) {
       // The body is read as UTF-8: another charset's bytes would become other text, or U+FFFD.
@@ -55,7 +58,7 @@ export function createJsonBodyParser(app: FastifyInstance): JsonBodyParser {
       );
       return;
     }
-    if (request.method === 'DELETE' && text === '') {
+    if (request.method === 'DELETE' && body.length === 0) {
       done(null, undefined);
       return;
     }
@@ -73,6 +76,16 @@ export function createJsonBodyParser(app: FastifyInstance): JsonBodyParser {
       );
       return;
     }
+    if (!isUtf8(body)) {
+      done(
+        invalidRequest(
+          'Invalid request parameters: body must be valid UTF-8 (RFC 8259): it holds a byte sequence that is not',
+        ),
+        undefined,
+      );
+      return;
+    }
+    const text = body.toString('utf8');
     // Fastify's parser reads neither the request nor anything but the text.
     parse(request as never, text, (error, value) => {
       if (error && isValidJson(text)) {
@@ -114,7 +127,7 @@ function isValidJson(text: string): boolean {
 /** Registers the parser as Fastify's for `application/json`. */
 export function parseJsonBodies(app: FastifyInstance, parser: JsonBodyParser): void {
   app.removeContentTypeParser('application/json');
-  app.addContentTypeParser('application/json', { parseAs: 'string' }, (request, body, done) =>
-    parser(request, body as string, done),
+  app.addContentTypeParser('application/json', { parseAs: 'buffer' }, (request, body, done) =>
+    parser(request, body as Buffer, done),
   );
 }

@@ -175,6 +175,20 @@ describe('API keys refuse bad input with a 4xx that names the field, and change 
     assert.equal(await snapshot(), before);
   });
 
+  it('a body that is not UTF-8 → 400 naming the rule; nothing is created, not even with U+FFFD in its name', async () => {
+    const before = await snapshot();
+    const response = await fetch(`${gateway.url}/api/v1/keys`, {
+      method: 'POST',
+      headers: { authorization: `Bearer ${gateway.managementKey}`, 'content-type': 'application/json' },
+      // "Café" in Latin-1.
+      body: Buffer.from([...Buffer.from('{"name":"Caf'), 0xe9, ...Buffer.from('"}')]),
+    });
+    const text = await response.text();
+    assert.equal(response.status, 400, text);
+    assert.match(JSON.parse(text).error.message, /body must be valid UTF-8/);
+    assert.equal(await snapshot(), before);
+  });
+
   it('path hashes that are not 64 hex characters → 400 naming the parameter', async () => {
     for (const path of [
       '/api/v1/keys/not-a-hash',

@@ -203,6 +203,27 @@ describe('the direct lane', () => {
         413,
       );
     }
+    // Bytes that are not UTF-8 (a Latin-1 é, a lone continuation byte, a cut sequence) are refused,
+    // not read as U+FFFD; the character U+FFFD itself, sent as UTF-8, is text like any other.
+    for (const bytes of [[0xe9], [0x80], [0xe2, 0x82]]) {
+      const invalid = await both('/chat/completions', {
+        rawBody: Buffer.concat([
+          Buffer.from('{"model":"switchyard/echo","messages":[{"role":"user","content":"caf'),
+          Buffer.from(bytes),
+          Buffer.from('"}]}'),
+        ]),
+      });
+      assert.equal(invalid.status, 400);
+      assert.equal(
+        JSON.parse(invalid.body).error.message,
+        'Invalid request parameters: body must be valid UTF-8 (RFC 8259): it holds a byte sequence that is not',
+      );
+    }
+    const replacement = await both('/chat/completions', {
+      body: { ...chat, messages: [{ role: 'user', content: 'caf\uFFFD' }] },
+    });
+    assert.equal(replacement.status, 200);
+    assert.match(JSON.parse(replacement.body).choices[0].message.content, /caf\uFFFD/);
     const utf16 = await both('/chat/completions', {
       body: chat,
       headers: { 'content-type': 'application/json; charset=utf-16' },
