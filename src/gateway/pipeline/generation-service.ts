@@ -358,9 +358,7 @@ export function createGenerationService(options: {
       attempt: selected || attempts.some((attempt) => attempt.called) ? attempts.length : 0,
       // The answering attempt's credential; on failure the last attempt that reached a provider,
       // as the error's own metadata reports it.
-      is_byok: selected
-        ? selected.byok !== null
-        : lastCalled(attempts)?.byok === true,
+      is_byok: selected ? selected.byok !== null : lastCalled(attempts)?.byok === true,
       endpoints: {
         total: candidates.length,
         available: candidates.map((candidate) => ({
