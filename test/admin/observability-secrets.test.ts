@@ -124,7 +124,15 @@ describe('observability destination secrets and config strings', () => {
         body: { name: 'renamed', config: created.config },
       });
       assert.equal(patched.status, 200, patched.text);
-      assert.equal(JSON.parse((await destinationRow(gateway, created.id)).config).url, url);
+      // Stored sealed with the secrets, not in the clear: the row's plain config has no URL.
+      const row = await destinationRow(gateway, created.id);
+      assert.equal(JSON.parse(row.config).url, undefined);
+      assert.ok(!JSON.stringify(row).includes(token));
+      assert.equal(
+        JSON.parse(gateway.services.secretBox.open(row.secrets_ciphertext as string)).url,
+        url,
+        'the stored URL is the one given',
+      );
       // A receiver that echoes the request's address does not give the token away either.
       const tested = await gateway.request('POST', `${DESTINATIONS}/${created.id}/test`);
       assert.equal(tested.status, 200, tested.text);

@@ -152,7 +152,11 @@ export function applyDefaults(type: AnyDestinationType, config: DestinationConfi
   return { ...(type.defaults as DestinationConfig), ...config };
 }
 
-/** The two stored columns of a config: non-secret fields as JSON, the secret ones sealed as one object. */
+/**
+ * The two stored columns of a config: non-secret fields as JSON, the secret ones sealed as one
+ * object. A URL that carries credentials (query values, a userinfo password: see
+ * `maskUrlCredentials`) is sealed with them, so a copy of the database does not give them away.
+ */
 export function sealConfig(
   type: AnyDestinationType,
   config: DestinationConfig,
@@ -161,7 +165,8 @@ export function sealConfig(
   const plain: DestinationConfig = {};
   const secrets: DestinationConfig = {};
   for (const [field, value] of Object.entries(config)) {
-    if (isSecretField(type, field)) secrets[field] = value;
+    if (isSecretField(type, field) || (typeof value === 'string' && urlCredentials(value) !== null))
+      secrets[field] = value;
     else plain[field] = value;
   }
   return {
