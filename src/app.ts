@@ -4,6 +4,7 @@ import swaggerUi from '@fastify/swagger-ui';
 import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply } from 'fastify';
 import type { Redis } from 'ioredis';
 import { pino } from 'pino';
+import { Type } from 'typebox';
 import { byokRoutes } from './admin/byok/byok-routes.js';
 import { createByokService } from './admin/byok/byok-service.js';
 import { creditRoutes } from './admin/credits/credit-routes.js';
@@ -58,6 +59,9 @@ import { initializeStorage } from './storage/initialize.js';
 import { createBroadcastWorker } from './workers/broadcast-worker.js';
 
 export const API_PREFIX = '/api/v1';
+
+/** The query schema of a read that takes no parameters: any parameter is refused, named. */
+const NO_QUERY_PARAMETERS = Type.Object({}, { additionalProperties: false });
 
 export interface Services {
   storage: Storage;
@@ -365,7 +369,17 @@ export async function buildApp(options: BuildOptions): Promise<{ app: FastifyIns
 
   app.addHook('onRoute', (route) => {
     // The docs page's own routes are public.
-    if (route.url.startsWith(`${API_PREFIX}/docs`)) route.config = { ...route.config, auth: 'public' };
+    if (route.url.startsWith(`${API_PREFIX}/docs`)) {
+      route.config = { ...route.config, auth: 'public' };
+      return;
+    }
+    // A read that takes no parameters refuses them, as the lists refuse parameters they do not know:
+    // `GET /credits?workspace_id=…` ignored would answer about something else than was asked.
+    const reads = Array.isArray(route.method) ? route.method.includes('GET') : route.method === 'GET';
+    const isPublic = (route.config as { auth?: string } | undefined)?.auth === 'public';
+    if (reads && !isPublic && route.url.startsWith(API_PREFIX) && route.schema?.querystring === undefined) {
+      route.schema = { ...route.schema, querystring: NO_QUERY_PARAMETERS };
+    }
   });
 
   await app.register(swagger, {

@@ -89,6 +89,26 @@ describe('ops endpoints and the error renderer', () => {
     assert.match(message, /GET \/api\/v1\/nope/);
   });
 
+  it('a read that takes no parameters refuses one, naming it, rather than answering about something else', async () => {
+    const workspace = (await gateway.request('GET', '/api/v1/key')).body.data.workspace_id as string;
+    for (const [path, name] of [
+      ['/api/v1/credits?workspace_id=other', 'workspace_id'],
+      ['/api/v1/key?include_disabled=true', 'include_disabled'],
+      [`/api/v1/workspaces/${workspace}?expand=members`, 'expand'],
+      [`/api/v1/workspaces/${workspace}/budgets?interval=daily`, 'interval'],
+      ['/api/v1/providers?limit=1', 'limit'],
+    ] as const) {
+      assert.equal(
+        expectError(await gateway.request('GET', path), 400),
+        `Invalid request parameters: querystring.${name} is not a known field`,
+        path,
+      );
+    }
+    assert.equal((await gateway.request('GET', '/api/v1/credits')).status, 200);
+    // Public documents are not refused for a cache-busting parameter.
+    assert.equal((await gateway.request('GET', '/api/v1/openapi.json?v=2', { key: null })).status, 200);
+  });
+
   it('refuses malformed JSON, a wrong content type, an empty JSON body and a 10 MB body', async () => {
     const before = await gateway.request('GET', '/api/v1/keys?include_disabled=true');
     assert.match(
