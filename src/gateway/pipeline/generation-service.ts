@@ -186,10 +186,11 @@ interface UsageBounds {
 }
 
 /**
- * Usage as the gateway bills it: an upstream's counts are foreign input, so anything that is not a
- * positive number becomes 0, fractions round down, and no count exceeds the endpoint's context length
- * (Infinity, which JSON.parse makes of 1e999, included: counted as 0 it would be a free generation);
- * and a reply with output but no
+ * Usage as the gateway bills and shows it: an upstream's counts are foreign input, so anything that
+ * is not a positive number becomes 0, fractions round down, and no count exceeds the endpoint's
+ * context length (Infinity, which JSON.parse makes of 1e999, included: counted as 0 it would be a
+ * free generation); the parts stay within their wholes (cached and cache-write tokens within the
+ * prompt's, reasoning within the output's), as the cost reads them; and a reply with output but no
  * counts at all (a provider ignoring `include_usage`) is billed from what crossed the wire.
  */
 function billableUsage(
@@ -204,17 +205,34 @@ function billableUsage(
   // allowed and the reservation covered.
   const clean = (value: number, bound = bounds.contextLength) =>
     typeof value === 'number' && value > 0 ? Math.min(Math.floor(value), bound) : 0;
+  const inputTokens = clean(reported.inputTokens);
+  const outputTokens = clean(reported.outputTokens, bounds.outputTokens);
+  const cachedInputTokens = clean(reported.cachedInputTokens, inputTokens);
   const usage: Usage = {
-    inputTokens: clean(reported.inputTokens),
-    outputTokens: clean(reported.outputTokens, bounds.outputTokens),
-    cachedInputTokens: clean(reported.cachedInputTokens),
-    cacheWriteTokens: clean(reported.cacheWriteTokens),
-    reasoningTokens: clean(reported.reasoningTokens, bounds.outputTokens),
+    inputTokens,
+    outputTokens,
+    cachedInputTokens,
+    cacheWriteTokens: clean(reported.cacheWriteTokens, inputTokens - cachedInputTokens),
+    reasoningTokens: clean(reported.reasoningTokens, outputTokens),
   };
   const nothingCounted = usage.inputTokens === 0 && usage.outputTokens === 0;
   return nothingCounted && outputChars > 0
     ? estimatedUsage(promptBytes, outputChars, bounds.outputTokens)
     : usage;
+}
+
+/**
+ * What a generation is billed: its cost at the endpoint's prices, and never more than its reservation
+ * covered. The reservation is the worst case of what the request may cost, so only usage an upstream
+ * misreports (100,000 prompt tokens for a 6-byte prompt) goes past it; billed, it would spend past
+ * the key's limit and the credits that admitted the request. The output's share is kept first.
+ */
+function billedCost(candidate: Candidate, usage: Usage, reservation: Reservation): GenerationSummary['cost'] {
+  const cost = generationCost(candidate.endpoint.pricing as EndpointPricing, usage);
+  const covered = reservation.amountNanos;
+  if (cost.totalNanos <= covered) return cost;
+  const outputNanos = Math.min(cost.outputNanos, covered);
+  return { totalNanos: covered, inputNanos: covered - outputNanos, outputNanos };
 }
 
 const contextOf = (candidate: Candidate): number =>
@@ -891,7 +909,7 @@ export function createGenerationService(options: {
         usage: billableUsage(started.usage, prepared.prompt.bytes, resultChars(started), bounds),
       };
       const elapsed = performance.now() - attemptStart;
-      const cost = generationCost(candidate.endpoint.pricing as EndpointPricing, result.usage);
+      const cost = billedCost(candidate, result.usage, reservation);
       await counters.settle(reservation, cost.totalNanos);
       const record = () => {
         health.record(candidate.endpoint.id, {
@@ -983,7 +1001,7 @@ export function createGenerationService(options: {
             ? { ...counted, inputTokens: Math.ceil(prepared.prompt.bytes / 4) }
             : counted,
       };
-      const cost = generationCost(candidate.endpoint.pricing as EndpointPricing, embedded.usage);
+      const cost = billedCost(candidate, embedded.usage, reservation);
       await counters.settle(reservation, cost.totalNanos);
       const record = () => {
         health.record(candidate.endpoint.id, { ok: true, firstTokenMs: elapsed });
@@ -1099,7 +1117,7 @@ export function createGenerationService(options: {
         // Releasing the upstream must not keep the reservation from being settled.
         if (!ended) await Promise.resolve(started.iterator.return?.()).catch(() => undefined);
         const billed = billableUsage(usage as Usage | null, prepared.prompt.bytes, outputChars, bounds);
-        const cost = generationCost(candidate.endpoint.pricing as EndpointPricing, billed);
+        const cost = billedCost(candidate, billed, reservation);
         await counters.settle(reservation, cost.totalNanos);
         const elapsed = performance.now() - attemptStart;
         const failed = failure as GenerationFailure | null;

@@ -129,7 +129,9 @@ const chat = (
   gateway.request('POST', '/api/v1/chat/completions', {
     key,
     headers,
-    body: { model: MODEL, messages: [{ role: 'user', content: 'hello' }], max_tokens: 500, ...body },
+    // The fake answers report 1,000 + 500 tokens ($0.002): max_tokens 1,000 reserves ~$0.002025,
+    // enough to bill it (no generation is billed more than its reservation).
+    body: { model: MODEL, messages: [{ role: 'user', content: 'hello' }], max_tokens: 1000, ...body },
   });
 
 /** Which fake provider (by path) received each request, in order. */
@@ -182,24 +184,25 @@ describe('workspace budgets on the inference path', () => {
     const { key } = await newKey(gateway, workspace);
     ok(
       await gateway.request('PUT', `/api/v1/workspaces/${workspace}/budgets/lifetime`, {
-        body: { limit_usd: 0.004 },
+        body: { limit_usd: 0.0042 },
       }),
       'lifetime',
     );
     ok(
       await gateway.request('PUT', `/api/v1/workspaces/${workspace}/budgets/daily`, {
-        body: { limit_usd: 0.0035 },
+        body: { limit_usd: 0.0041 },
       }),
       'daily',
     );
     assert.equal((await chat(gateway, key)).status, 200);
     assert.equal((await chat(gateway, key)).status, 200);
-    // $0.004 spent: both budgets are exhausted; the message names the lifetime one.
+    // $0.004 spent: neither budget has room for another worst case ($0.002025); the message names
+    // the lifetime one.
     const refused = await chat(gateway, key);
     assert.equal(refused.status, 403);
     assert.equal(
       refused.body.error.message,
-      'Workspace lifetime budget of $0.004 exceeded. Contact your org admin.',
+      'Workspace lifetime budget of $0.0042 would be exceeded: this request may cost up to $0.002025 but $0.0002 remain. Contact your org admin, or send fewer max tokens.',
     );
     // Deleting the budgets lifts the refusal at once.
     for (const interval of ['lifetime', 'daily']) {

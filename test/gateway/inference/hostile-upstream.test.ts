@@ -87,9 +87,10 @@ describe('hostile upstreams and careless clients', () => {
     });
     const absurd = await chat(key, {});
     assert.equal(absurd.status, 200, absurd.text);
-    // Counted at most the endpoint's context (100,000 tokens): billed $0.1 + $0.000002, not millions.
+    // Counted at most the endpoint's context (100,000 tokens), and billed no more than was reserved:
+    // the prompt's 25 bytes as tokens at 1,000 nano-dollars and 4,096 output tokens at 2,000.
     assert.equal(absurd.body.usage.prompt_tokens, 100_000);
-    assert.equal(absurd.body.usage.cost, 0.100002);
+    assert.equal(absurd.body.usage.cost, 0.008217);
     const record = await generationRecord(gateway, key, generationId(absurd));
     assert.equal(record.tokens_prompt, 100_000);
     await waitFor('the record to be written', () => gateway.services.generations.pending() === 0);
@@ -102,8 +103,33 @@ describe('hostile upstreams and careless clients', () => {
     const infinite = await chat(key, {});
     assert.equal(infinite.status, 200, infinite.text);
     assert.equal(infinite.body.usage.prompt_tokens, 100_000);
-    // 100,000 × 1,000 + 5 × 2,000 nano-dollars.
-    assert.equal(infinite.body.usage.cost, 0.10001);
+    // The reservation again, not 100,000 × 1,000 + 5 × 2,000 nano-dollars.
+    assert.equal(infinite.body.usage.cost, 0.008217);
+  });
+
+  it('bills no more than the reservation covered, so absurd usage cannot spend past a key limit', async () => {
+    const { key } = await createKey(gateway, { name: 'tight', limit: 0.01 });
+    fake.handle((_request, response) => {
+      response
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(chatCompletion('ok', { prompt_tokens: 1e15, completion_tokens: 1e18, total_tokens: 1e18 }));
+    });
+    const replies = await Promise.all([1, 2, 3].map(() => chat(key, { max_tokens: 100 })));
+    let billed = 0;
+    for (const reply of replies) {
+      assert.equal(reply.status, 200, reply.text);
+      // The worst case reserved: the prompt's 25 bytes as tokens at 1,000 nano-dollars, and 100
+      // output tokens at 2,000; the reported 100,000 prompt tokens would have cost $0.1.
+      assert.equal(reply.body.usage.cost, 0.000225, JSON.stringify(reply.body.usage));
+      assert.equal(reply.body.usage.completion_tokens, 100);
+      billed += reply.body.usage.cost;
+    }
+    await waitFor('the usage to be counted', async () => (await keyInfo(gateway, key)).usage >= 0.000675);
+    const info = await keyInfo(gateway, key);
+    assert.ok(Math.abs(info.usage - billed) < 1e-9, `${info.usage} against ${billed}`);
+    assert.ok(info.usage <= 0.01);
+    const record = await generationRecord(gateway, key, generationId(replies[0]!));
+    assert.equal(record.total_cost, 0.000225);
   });
 
   it('bills a reply without usage from what crossed the wire', async () => {
