@@ -317,6 +317,36 @@ describe('OpenAI chat-completions adapter against a fake upstream', () => {
     );
   });
 
+  it('ends a stream whose upstream sends bytes but no event for the idle timeout, with an in-band timeout', {
+    timeout: 10_000,
+  }, async () => {
+    // After its first output: only SSE comments, then an unfinished data line grown a byte at a time.
+    for (const drip of [': keep-alive\n', ' ']) {
+      let interval: NodeJS.Timeout | undefined;
+      upstream.handle((_request, response) => {
+        response.writeHead(200, { 'content-type': 'text/event-stream' });
+        response.write(`data: ${chunk({ role: 'assistant', content: 'Hi' })}\n\n`);
+        if (drip === ' ') response.write('data: {"choices":');
+        interval = setInterval(() => response.write(drip), 40);
+        response.on('close', () => clearInterval(interval));
+      });
+      const started = Date.now();
+      const parts = await collect(
+        adapter.stream(call({ timeouts: { headersMs: 2000, firstTokenMs: 2000, idleMs: 300 } })),
+      );
+      clearInterval(interval);
+      assert.ok(Date.now() - started < 2000, `ended after ${Date.now() - started} ms`);
+      assert.deepEqual(
+        parts.filter((part) => part.type === 'text-delta'),
+        [{ type: 'text-delta', delta: 'Hi' }],
+      );
+      const last = parts.at(-1)!;
+      assert.equal(last.type, 'error', JSON.stringify(parts));
+      assert.ok(last.type === 'error' && last.error.kind === 'timeout', JSON.stringify(last));
+      assert.match(last.type === 'error' ? last.error.message : '', /no event for 300 ms/);
+    }
+  });
+
   it('stops reading and reports an abort when the caller aborts', async () => {
     upstream.handle((_request, response) =>
       writeSse(

@@ -234,7 +234,46 @@ class EventsCall
   } | null = null;
   /** Set once the reader has seen the end or an error, or stopped: every later read is the end. */
   private readerDone = false;
-  private readonly feed = createServerSentEventReader((event) => this.queue.push(event));
+  /**
+   * The longest gap between two events (`idleTimeoutMs`). undici's body timeout counts bytes, and an
+   * upstream that sends only SSE comments (`: keep-alive`), or one unfinished line a byte at a time,
+   * would hold the stream, the client and the reservation for ever.
+   */
+  private idleMs = 0;
+  private lastEventAt = 0;
+  private idleTimer: NodeJS.Timeout | null = null;
+  private readonly feed = createServerSentEventReader((event) => {
+    this.lastEventAt = Date.now();
+    this.queue.push(event);
+  });
+
+  override send(agent: Agent, call: UpstreamPost): void {
+    this.idleMs = call.idleTimeoutMs;
+    super.send(agent, call);
+  }
+
+  /** Checks the gap since the last event; past `idleMs` the call is aborted as a timeout. */
+  private readonly checkIdle = () => {
+    this.idleTimer = null;
+    if (this.bodyEnded || this.readerDone || this.failure !== null) return;
+    const gap = Date.now() - this.lastEventAt;
+    if (gap < this.idleMs) {
+      this.idleTimer = setTimeout(this.checkIdle, this.idleMs - gap);
+      return;
+    }
+    this.controller?.abort(
+      new UpstreamError({
+        message: `Upstream sent no event for ${this.idleMs} ms (idle timeout)`,
+        kind: 'timeout',
+      }),
+    );
+  };
+
+  private stopIdleTimer(): void {
+    if (this.idleTimer === null) return;
+    clearTimeout(this.idleTimer);
+    this.idleTimer = null;
+  }
 
   protected failed(error: unknown): void {
     if (!this.settled) this.fail(error);
@@ -334,6 +373,7 @@ class EventsCall
   private stopReading(): void {
     if (this.readerDone) return;
     this.readerDone = true;
+    this.stopIdleTimer();
     // Events not read are let go: every later read is the end.
     this.queue.length = 0;
     this.head = 0;
@@ -354,7 +394,13 @@ class EventsCall
     if (status >= 400) {
       this.reading = new WholeReply(MAX_ERROR_BODY);
       this.reading.start(status, headers);
-    } else this.succeed({ status, headers, events: this });
+    } else {
+      if (this.idleMs > 0) {
+        this.lastEventAt = Date.now();
+        this.idleTimer = setTimeout(this.checkIdle, this.idleMs);
+      }
+      this.succeed({ status, headers, events: this });
+    }
   }
 
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
@@ -376,6 +422,7 @@ class EventsCall
   }
 
   protected ended(): void {
+    this.stopIdleTimer();
     if (this.reading) this.succeed(this.reading.reply());
     else {
       this.bodyEnded = true;
@@ -384,6 +431,7 @@ class EventsCall
   }
 
   protected broke(error: Error): void {
+    this.stopIdleTimer();
     if (this.reading?.answeredError()) this.succeed(this.reading.reply());
     else this.failed(error);
   }
