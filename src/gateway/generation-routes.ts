@@ -17,6 +17,8 @@ const finishReasons: Record<string, string> = {
   'tool-calls': 'tool_calls',
   'content-filter': 'content_filter',
   error: 'error',
+  // A reason no mapping knows (its text is `native_finish_reason`): `stop`, as the answer said.
+  other: 'stop',
 };
 
 /**

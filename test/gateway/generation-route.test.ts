@@ -229,6 +229,14 @@ describe('GET /generation', () => {
     assert.equal(expectError(await get(input.id, sibling.secret), 404), 'Generation not found');
   });
 
+  it('shows a finish reason no mapping knows as stop, as the answer did, with the native one beside it', async () => {
+    const input = generation(owner, { finish_reason: 'other', native_finish_reason: 'banana' });
+    gateway.services.generations.record(input);
+    const { data } = (await get(input.id, owner.secret)).body;
+    assert.equal(data.finish_reason, 'stop');
+    assert.equal(data.native_finish_reason, 'banana');
+  });
+
   it('answers 404 to an unknown id', async () => {
     assert.equal(expectError(await get('gen-0-unknown', owner.secret), 404), 'Generation not found');
     assert.equal(expectError(await get('x'.repeat(128), owner.secret), 404), 'Generation not found');
