@@ -131,6 +131,39 @@ describe('OpenAI chat-completions adapter against a fake upstream', () => {
     });
   });
 
+  it('reads tool-call arguments sent as an object instead of a JSON string as that JSON', async () => {
+    upstream.handle((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          id: 'chatcmpl-2',
+          choices: [
+            {
+              index: 0,
+              message: {
+                role: 'assistant',
+                content: null,
+                tool_calls: [
+                  {
+                    id: 'call_9',
+                    type: 'function',
+                    function: { name: 'weather', arguments: { city: 'Oslo' } },
+                  },
+                ],
+              },
+              finish_reason: 'tool_calls',
+            },
+          ],
+          usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 },
+        }),
+      );
+    });
+    const result = await adapter.generate(call());
+    assert.deepEqual(
+      result.toolCalls.map((toolCall) => [toolCall.name, toolCall.arguments]),
+      [['weather', '{"city":"Oslo"}']],
+    );
+  });
+
   it('streams text, reasoning, tool calls, usage and finish as typed parts', async () => {
     upstream.handle((_request, response) =>
       writeSse(response, [

@@ -40,6 +40,16 @@ export interface OpenAiChoiceView {
   finishReason?: string;
 }
 
+/**
+ * A tool call's arguments as text. The protocol sends a JSON string; some compatible servers send
+ * the object itself, which is written out as JSON rather than dropped (the call would read as having
+ * no arguments).
+ */
+function argumentsText(value: unknown): string | undefined {
+  if (typeof value === 'string') return value;
+  return typeof value === 'object' && value !== null ? JSON.stringify(value) : undefined;
+}
+
 /** The first choice of a reply (`message`) or chunk (`delta`). Reasoning arrives under either name. */
 export function readOpenAiChoice(reply: unknown, field: 'message' | 'delta'): OpenAiChoiceView | undefined {
   const choices = asRecord(reply)?.choices;
@@ -57,7 +67,7 @@ export function readOpenAiChoice(reply: unknown, field: 'message' | 'delta'): Op
         Number.isSafeInteger(call.index) && (call.index as number) >= 0 ? (call.index as number) : position,
       ...(asString(call.id) !== undefined ? { id: asString(call.id) } : {}),
       ...(asString(fn?.name) !== undefined ? { name: asString(fn?.name) } : {}),
-      ...(asString(fn?.arguments) !== undefined ? { arguments: asString(fn?.arguments) } : {}),
+      ...(argumentsText(fn?.arguments) !== undefined ? { arguments: argumentsText(fn?.arguments) } : {}),
     });
   });
   const view: OpenAiChoiceView = { toolCalls };
