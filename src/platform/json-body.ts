@@ -109,9 +109,44 @@ export function createJsonBodyParser(app: FastifyInstance): JsonBodyParser {
         );
         return;
       }
+      // Walked only within the depth limit just checked.
+      const overflow = error ? null : overflowingNumberIn(text, value);
+      if (overflow) {
+        done(
+          invalidRequest(
+            `Invalid request parameters: ${describeDeepPath('body', overflow)} must be a finite number (it overflows a double)`,
+          ),
+          undefined,
+        );
+        return;
+      }
       done(error, value);
     });
   };
+}
+
+/**
+ * Text that may hold a number too large for a double: an exponent of three digits or more, or 309
+ * digits in a row. JSON.parse reads `1e400` as Infinity, which passes an `integer` schema (Ajv's
+ * check is `x % 1` is not truthy) and then means "no limit" to whatever reads it.
+ */
+const MAYBE_OVERFLOWING = /\d[eE]\+?\d{3}|\d{309}/;
+
+/** The path to the first infinite number in a parsed body, or null (only walked when the text may hold one). */
+export function overflowingNumberIn(text: string, value: unknown): string[] | null {
+  if (!MAYBE_OVERFLOWING.test(text)) return null;
+  const path: string[] = [];
+  const walk = (node: unknown): boolean => {
+    if (typeof node === 'number') return !Number.isFinite(node);
+    if (typeof node !== 'object' || node === null) return false;
+    for (const [key, child] of Object.entries(node)) {
+      path.push(key);
+      if (walk(child)) return true;
+      path.pop();
+    }
+    return false;
+  };
+  return walk(value) ? path : null;
 }
 
 /** Whether `text` parses as JSON at all (asked only of a body the parser refused). */

@@ -219,6 +219,24 @@ describe('the direct lane', () => {
         'Invalid request parameters: body must be valid UTF-8 (RFC 8259): it holds a byte sequence that is not',
       );
     }
+    // 1e400 parses as Infinity, which an integer schema lets through: refused, named, on any route.
+    const overflow = await both('/chat/completions', {
+      rawBody: '{"model":"switchyard/echo","messages":[{"role":"user","content":"hi"}],"max_tokens":1e400}',
+    });
+    assert.equal(overflow.status, 400);
+    assert.equal(
+      JSON.parse(overflow.body).error.message,
+      'Invalid request parameters: body.max_tokens must be a finite number (it overflows a double)',
+    );
+    const digits = await both('/responses', {
+      rawBody: `{"model":"switchyard/echo","input":"hi","temperature":${'9'.repeat(400)}}`,
+    });
+    assert.match(JSON.parse(digits.body).error.message, /body\.temperature must be a finite number/);
+    // The same text inside a string is text.
+    const quoted = await both('/chat/completions', {
+      body: { ...chat, messages: [{ role: 'user', content: `1e400 and ${'9'.repeat(400)}` }] },
+    });
+    assert.equal(quoted.status, 200);
     const replacement = await both('/chat/completions', {
       body: { ...chat, messages: [{ role: 'user', content: 'caf\uFFFD' }] },
     });
