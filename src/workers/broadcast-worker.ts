@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
-import { openDestinationConfig } from '../admin/observability/destination-config.js';
+import { openDestinationConfig, scrubSecrets } from '../admin/observability/destination-config.js';
 import { POLICY_TOPIC } from '../admin/workspaces/workspace-access.js';
 import { createInProcessDeliverer, type Deliverer, type StoredItem } from '../broadcast/deliver-batch.js';
 import {
@@ -706,12 +706,29 @@ export function createBroadcastWorker(options: {
     return new Date(clock.now().getTime() + delay);
   }
 
+  /**
+   * A failure's text as stored and logged: without the destination's secrets, which a receiver that
+   * echoes the request (its Authorization header, a URL's token) puts in its error body. The
+   * deliveries listing shows it to any key of the workspace, as the connection test's answer.
+   */
+  function failureText(destination: ObservabilityDestinationTable, error: DeliveryError): string {
+    const type = destinationType(destination.type);
+    if (!type) return error.message;
+    try {
+      return scrubSecrets(error.message, type, configOf(destination));
+    } catch {
+      // Secrets that cannot be opened cannot have been sent either.
+      return error.message;
+    }
+  }
+
   async function bury(
     destination: ObservabilityDestinationTable,
     row: BroadcastOutboxTable,
     error: DeliveryError,
   ) {
-    await outbox.bury(row.id, { now: clock.now(), error: error.message, status: error.status, owner });
+    const message = failureText(destination, error);
+    await outbox.bury(row.id, { now: clock.now(), error: message, status: error.status, owner });
     settled([row]);
     metrics?.count(destination.type, 'dead', 1);
     logger.warn(
@@ -721,7 +738,7 @@ export function createBroadcastWorker(options: {
         generation_id: row.generation_id,
         attempts: row.attempts,
         status: error.status,
-        error: error.message,
+        error: message,
       },
       'broadcast event moved to the dead letters',
     );
@@ -743,7 +760,12 @@ export function createBroadcastWorker(options: {
       error.retryAfterMs,
     );
     const nextAttemptAt = new Date(clock.now().getTime() + delay);
-    await outbox.reschedule(row.id, { nextAttemptAt, error: error.message, status: error.status, owner });
+    await outbox.reschedule(row.id, {
+      nextAttemptAt,
+      error: failureText(destination, error),
+      status: error.status,
+      owner,
+    });
     settled([row]);
     metrics?.count(destination.type, 'retried', 1);
     return nextAttemptAt;

@@ -169,6 +169,33 @@ for (const deliveryThread of [true, false]) {
       await waitUntil('the retried letter delivered', () => refusing.deliveries().length === 2);
     });
 
+    it('keeps the secrets a receiver echoes out of the stored error and the deliveries listing', async () => {
+      const token = 'TOKENVALUE1234567890';
+      const signature = 'sig-abcdefghijklmnop';
+      // A receiver that quotes the request back: its URL (with the token) and its headers.
+      const echoing = await startHookReceiver((request) => ({
+        status: 400,
+        body: `refused ${request.url} signed ${String(request.headers['x-signature'])}`,
+      }));
+      receivers.push(echoing);
+      const id = await createWebhook(gateway, echoing, {
+        config: { url: `${echoing.url}/hook?token=${token}`, headers: { 'X-Signature': signature } },
+      });
+      await chat(gateway, app.key);
+      await waitUntil(
+        'the dead letter',
+        async () => (await outboxRows(gateway)).filter((row) => row.status === 'dead').length === 1,
+      );
+      const [row] = await outboxRows(gateway);
+      assert.match(row?.last_error ?? '', /refused \/hook\?token=\[secret\] signed \[secret\]/);
+      const listed = await gateway.request(
+        'GET',
+        `/api/v1/observability/destinations/${id}/deliveries?status=dead`,
+      );
+      assert.equal(listed.status, 200, listed.text);
+      assert.ok(!listed.text.includes(token) && !listed.text.includes(signature), listed.text);
+    });
+
     /** A webhook destination whose receiver answers every request with 429 and `Retry-After: 30`. */
     async function rateLimitedWebhook() {
       const limited = await startHookReceiver(() => ({
