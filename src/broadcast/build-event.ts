@@ -1,5 +1,6 @@
 import { hash } from 'node:crypto';
 import type { GenerationRecordInput } from '../billing/generation-log.js';
+import { sliceWhole } from '../platform/whole-characters.js';
 import type { ContentPart, GenerationRequest } from '../spec/generation-request.js';
 import {
   type BroadcastEvent,
@@ -52,7 +53,7 @@ export function textOnly(request: Omit<GenerationRequest, 'model'>): Omit<Genera
 
 const TRUNCATED = '…[truncated]';
 const cut = (text: string) =>
-  text.length > MAX_BROADCAST_TEXT_CHARS ? `${text.slice(0, MAX_BROADCAST_TEXT_CHARS)}${TRUNCATED}` : text;
+  text.length > MAX_BROADCAST_TEXT_CHARS ? `${sliceWhole(text, MAX_BROADCAST_TEXT_CHARS)}${TRUNCATED}` : text;
 
 const hex = (text: string, length: number) => hash('sha256', text, 'hex').slice(0, length);
 
@@ -85,7 +86,7 @@ export function traceOf(generationId: string, trace: Record<string, unknown> | n
     const text = typeof value === 'string' ? value : JSON.stringify(value);
     metadata[key] =
       text.length > MAX_METADATA_VALUE_CHARS
-        ? `${text.slice(0, MAX_METADATA_VALUE_CHARS)}${TRUNCATED}`
+        ? `${sliceWhole(text, MAX_METADATA_VALUE_CHARS)}${TRUNCATED}`
         : text;
   }
   return {

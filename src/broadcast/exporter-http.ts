@@ -2,6 +2,7 @@ import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP, type LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import { Agent, type Dispatcher, errors } from 'undici';
+import { sliceWhole } from '../platform/whole-characters.js';
 import { DeliveryError } from './destination-type.js';
 
 /** What a receiver answered (2xx, or a status the caller listed in `acceptStatuses`). */
@@ -233,7 +234,7 @@ function exchange(agent: Agent, url: string, init: ExporterRequest): Promise<Exp
   });
 }
 
-const snippet = (text: string) => (text.length > 300 ? `${text.slice(0, 300)}…` : text || '(empty body)');
+const snippet = (text: string) => (text.length > 300 ? `${sliceWhole(text, 300)}…` : text || '(empty body)');
 
 function connectionError(error: unknown): DeliveryError {
   if (error instanceof DeliveryError) return error;

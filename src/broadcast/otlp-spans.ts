@@ -14,6 +14,7 @@ import { JSON_ENCODER } from '@opentelemetry/otlp-transformer/build/src/common/u
 import { createExportTraceServiceRequest } from '@opentelemetry/otlp-transformer/build/src/trace/internal.js';
 import { type Resource, resourceFromAttributes } from '@opentelemetry/resources';
 import type { ReadableSpan } from '@opentelemetry/sdk-trace-base';
+import { sliceWhole } from '../platform/whole-characters.js';
 import type { BroadcastEvent } from './broadcast-event.js';
 import { spanName } from './exporters/exporter-support.js';
 
@@ -58,7 +59,7 @@ export class SpanAttributeWriter {
 
   string(key: string, value: string | null | undefined): void {
     if (value === null || value === undefined) return;
-    this.values[key] = value.length > this.#maxLength ? value.slice(0, this.#maxLength) : value;
+    this.values[key] = sliceWhole(value, this.#maxLength);
   }
 
   strings(key: string, values: readonly string[]): void {

@@ -1,4 +1,5 @@
 import { newTimeOrderedId } from '../platform/ids.js';
+import { sliceWhole } from '../platform/whole-characters.js';
 import type { BroadcastOutboxTable } from '../storage/database-schema.js';
 import type { BroadcastEvent, BroadcastMessage } from './broadcast-event.js';
 import { type BroadcastTarget, eventForDestination, selects } from './destination-rules.js';
@@ -13,7 +14,7 @@ const shorten = (messages: BroadcastMessage[] | null) =>
     ...message,
     content:
       message.content.length > SHORT_TEXT_CHARS
-        ? `${message.content.slice(0, SHORT_TEXT_CHARS)}…[truncated]`
+        ? `${sliceWhole(message.content, SHORT_TEXT_CHARS)}…[truncated]`
         : message.content,
   })) ?? null;
 

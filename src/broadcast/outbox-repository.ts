@@ -1,4 +1,5 @@
 import { sql } from 'kysely';
+import { sliceWhole } from '../platform/whole-characters.js';
 import type { Storage } from '../storage/database.js';
 import type { BroadcastOutboxTable, ObservabilityDestinationTable } from '../storage/database-schema.js';
 
@@ -9,7 +10,7 @@ export const listedStatus = sql<
 
 /** The longest error text kept on a row. */
 const MAX_ERROR_CHARS = 1_000;
-const errorText = (message: string) => message.replaceAll('\u0000', '').slice(0, MAX_ERROR_CHARS);
+const errorText = (message: string) => sliceWhole(message.replaceAll('\u0000', ''), MAX_ERROR_CHARS);
 
 /**
  * Data access of the broadcast outbox. A worker claims due rows by setting a lease (`lease_until`,

@@ -97,6 +97,25 @@ describe('broadcast delivery', () => {
     await waitUntil('an empty outbox', async () => (await outboxRows(gateway)).length === 0);
   });
 
+  it('cuts a long text on a whole character: no lone surrogate reaches a receiver', async () => {
+    const hook = await receiver();
+    await createWebhook(gateway, hook);
+    // The emoji's two UTF-16 units straddle the 32,768-unit cut.
+    const text = `${'a'.repeat(32_767)}😀${'b'.repeat(100)}`;
+    await chat(gateway, app.key, { messages: [{ role: 'user', content: text }] });
+    await waitUntil('one delivery', () => hook.deliveries().length === 1);
+    const [delivery] = hook.deliveries();
+    assert.ok(delivery);
+    const loneSurrogate = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/;
+    for (const name of ['gen_ai.prompt', 'gen_ai.completion']) {
+      const messages = JSON.parse(String(spanAttributes(delivery)[name]));
+      const content = String(messages[0].content);
+      assert.ok(content.includes('…[truncated]'), `${name} was cut`);
+      assert.ok(!loneSurrogate.test(content), `${name} ends on a whole character`);
+      assert.ok(content.startsWith('a'.repeat(32_767)));
+    }
+  });
+
   it('passes the trace: its id, names and parent, and other keys as trace.metadata.*', async () => {
     const hook = await receiver();
     await createWebhook(gateway, hook);

@@ -1,4 +1,5 @@
 import { type Static, Type } from 'typebox';
+import { sliceWhole } from '../../platform/whole-characters.js';
 import type { BroadcastEvent } from '../broadcast-event.js';
 import { DeliveryError, type DestinationType, type OutboxItem } from '../destination-type.js';
 import {
@@ -147,7 +148,7 @@ function weaveCallItems(item: OutboxItem, config: WeaveConfig): [WeaveStartItem,
   ];
 }
 
-const displayName = (event: BroadcastEvent) => spanName(event).slice(0, MAX_DISPLAY_NAME_LENGTH);
+const displayName = (event: BroadcastEvent) => sliceWhole(spanName(event), MAX_DISPLAY_NAME_LENGTH);
 
 /**
  * Weave keys usage by model so it can price each model itself (summary.weave.costs); a generation
