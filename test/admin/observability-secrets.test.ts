@@ -133,6 +133,27 @@ describe('observability destination secrets and config strings', () => {
         url,
         'the stored URL is the one given',
       );
+      // The URL as read, edited elsewhere (its path) with the token still masked: refused, not stored
+      // with the mask in place of the token.
+      const edited = new URL(created.config.url as string);
+      edited.pathname = '/hook2';
+      const refused = await gateway.request('PATCH', `${DESTINATIONS}/${created.id}`, {
+        body: { config: { url: edited.toString() } },
+      });
+      assert.equal(refused.status, 400, refused.text);
+      assert.match(
+        refused.body.error.message,
+        /^Invalid request parameters: body\.config\.url holds a masked credential/,
+      );
+      assert.equal(
+        JSON.parse(
+          gateway.services.secretBox.open(
+            (await destinationRow(gateway, created.id)).secrets_ciphertext as string,
+          ),
+        ).url,
+        url,
+        'nothing changed',
+      );
       // A receiver that echoes the request's address does not give the token away either.
       const tested = await gateway.request('POST', `${DESTINATIONS}/${created.id}/test`);
       assert.equal(tested.status, 200, tested.text);

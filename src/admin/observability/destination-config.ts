@@ -255,10 +255,38 @@ export function mergeConfig(
     ) {
       continue;
     }
+    if (
+      typeof value === 'string' &&
+      typeof currentValue === 'string' &&
+      holdsMaskedCredential(value, currentValue)
+    ) {
+      // Edited from a read (the path changed, say) with a credential still masked: stored as it is,
+      // the mask would replace the real token, and deliveries would carry it.
+      throw refuse(
+        `body.config.${field}`,
+        'holds a masked credential (as a read shows it): send the URL with its real query values and password, or the masked URL unchanged to keep the stored one',
+      );
+    }
     if (value === null) delete merged[field];
     else merged[field] = value;
   }
   return applyDefaults(type, merged);
+}
+
+/** Whether a URL carries a query value or password that is the stored URL's own, masked. */
+function holdsMaskedCredential(value: string, stored: string): boolean {
+  const sent = urlCredentials(value);
+  const kept = urlCredentials(stored);
+  if (!sent || !kept) return false;
+  const masked = (given: string, real: string) => given !== real && given === maskSecretValue(real);
+  if (sent.url.password && kept.url.password) {
+    const password = decodeURIComponent(sent.url.password);
+    if (masked(password, decodeURIComponent(kept.url.password))) return true;
+  }
+  for (const [name, given] of sent.url.searchParams) {
+    if (kept.url.searchParams.getAll(name).some((real) => masked(given, real))) return true;
+  }
+  return false;
 }
 
 /** The config fields a type's schema names. */
