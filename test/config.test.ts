@@ -272,6 +272,30 @@ describe('loadConfig', () => {
       assert.equal(loadConfig({}).broadcast.batch_linger_ms, 1000);
     });
 
+    it('takes an origin override only for the types whose config names no host, and refuses the others', () => {
+      const taken = loadConfig({
+        SWITCHYARD_CONFIG: file('broadcast:\n  origin_overrides:\n    snowflake: https://proxy.internal:8443\n'),
+      });
+      assert.equal(taken.broadcast.origin_overrides.snowflake, 'https://proxy.internal:8443');
+      for (const type of ['langfuse', 'webhook', 'foo']) {
+        // Their config names its own URL (baseUrl, url…): an override would be ignored without a word.
+        configError(
+          () =>
+            loadConfig({
+              SWITCHYARD_CONFIG: file(`broadcast:\n  origin_overrides:\n    ${type}: https://proxy.internal\n`),
+            }),
+          new RegExp(`broadcast\\.origin_overrides.*${type}`),
+        );
+      }
+      configError(
+        () =>
+          loadConfig({
+            SWITCHYARD_CONFIG: file('broadcast:\n  origin_overrides:\n    opik: https://proxy.internal/path\n'),
+          }),
+        /broadcast\.origin_overrides\.opik/,
+      );
+    });
+
     it('runs the delivery thread SCHED_IDLE by default, and refuses a setting that is not a boolean', () => {
       assert.equal(loadConfig({}).broadcast.delivery_thread_idle, true);
       const off = loadConfig({ SWITCHYARD_CONFIG: file('broadcast:\n  delivery_thread_idle: false\n') });

@@ -78,6 +78,9 @@ const CatalogModel = Type.Object(
  * The whole configuration, as read from the optional file and the environment.
  * Every object rejects unknown keys, so a typo stops the start instead of being ignored.
  */
+/** An origin (`https://host[:port]`) a destination type is sent to instead of its vendor host. */
+const ORIGIN = Type.String({ pattern: '^https?://[^/?#]+$' });
+
 export const ConfigSchema = Type.Object(
   {
     port: Type.Integer({ minimum: 0, maximum: 65_535 }),
@@ -183,11 +186,16 @@ export const ConfigSchema = Type.Object(
         region: Type.Union([Type.Literal('global'), Type.Literal('europe'), Type.Literal('us')]),
         /**
          * Per destination type, an origin to send to instead of the vendor host the config implies
-         * (snowflake's account host, newrelic's region host): a proxy or a private link.
+         * (snowflake's account host, newrelic's region host, Opik Cloud): a proxy or a private link.
+         * Only the types whose config names no URL take one; the others' config names their own.
          */
-        origin_overrides: Type.Record(
-          Type.String({ pattern: '^[a-z][a-z0-9-]*$' }),
-          Type.String({ pattern: '^https?://[^/?#]+$' }),
+        origin_overrides: Type.Object(
+          {
+            newrelic: Type.Optional(ORIGIN),
+            opik: Type.Optional(ORIGIN),
+            snowflake: Type.Optional(ORIGIN),
+          },
+          { additionalProperties: false },
         ),
         /** Runs the outbox delivery worker in this instance (every instance may; they share the work). */
         worker_enabled: Type.Boolean(),

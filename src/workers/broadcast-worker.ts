@@ -619,7 +619,7 @@ export function createBroadcastWorker(options: {
         destination: { id: destination.id, name: destination.name, workspace_id: destination.workspace_id },
         signal: controller.signal,
         now: clock.now(),
-        originOverride: settings.origin_overrides[destination.type],
+        originOverride: (settings.origin_overrides as Readonly<Record<string, string>>)[destination.type],
       });
       rejected = new Map((outcome?.rejected ?? []).map((entry) => [entry.index, entry]));
       stoppedAt = outcome?.stopped;
