@@ -274,7 +274,9 @@ describe('loadConfig', () => {
 
     it('takes an origin override only for the types whose config names no host, and refuses the others', () => {
       const taken = loadConfig({
-        SWITCHYARD_CONFIG: file('broadcast:\n  origin_overrides:\n    snowflake: https://proxy.internal:8443\n'),
+        SWITCHYARD_CONFIG: file(
+          'broadcast:\n  origin_overrides:\n    snowflake: https://proxy.internal:8443\n',
+        ),
       });
       assert.equal(taken.broadcast.origin_overrides.snowflake, 'https://proxy.internal:8443');
       for (const type of ['langfuse', 'webhook', 'foo']) {
@@ -282,7 +284,9 @@ describe('loadConfig', () => {
         configError(
           () =>
             loadConfig({
-              SWITCHYARD_CONFIG: file(`broadcast:\n  origin_overrides:\n    ${type}: https://proxy.internal\n`),
+              SWITCHYARD_CONFIG: file(
+                `broadcast:\n  origin_overrides:\n    ${type}: https://proxy.internal\n`,
+              ),
             }),
           new RegExp(`broadcast\\.origin_overrides.*${type}`),
         );
@@ -290,7 +294,9 @@ describe('loadConfig', () => {
       configError(
         () =>
           loadConfig({
-            SWITCHYARD_CONFIG: file('broadcast:\n  origin_overrides:\n    opik: https://proxy.internal/path\n'),
+            SWITCHYARD_CONFIG: file(
+              'broadcast:\n  origin_overrides:\n    opik: https://proxy.internal/path\n',
+            ),
           }),
         /broadcast\.origin_overrides\.opik/,
       );
