@@ -102,6 +102,12 @@ export interface DestinationType<C extends object = Record<string, unknown>> {
    */
   secretFields: readonly string[];
   /**
+   * Other config fields the exporter sends as HTTP header values (a workspace or user name): checked
+   * at save to hold only what a header can, as secret fields are; one that cannot would fail every
+   * delivery.
+   */
+  headerFields?: readonly string[];
+  /**
    * Rules a schema cannot say (a DSN's shape, a URL's scheme, fields that depend on each other).
    * Returns problems as `{ field, message }` with `field` the config key, e.g. `baseUrl`; empty when
    * the config is valid. Called on the whole config (defaults applied) after the schema passed.

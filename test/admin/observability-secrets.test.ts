@@ -226,6 +226,30 @@ describe('observability destination secrets and config strings', () => {
         { type: 'datadog', config: { apiKey: 'ключ-ключ-ключ', mlApp: 'app' } },
         /body\.config\.apiKey must hold only printable Latin-1/,
       ],
+      // Not secrets, but sent as header values all the same: every delivery would fail.
+      [
+        'non-Latin-1 Opik workspace',
+        { type: 'opik', config: { apiKey: 'k'.repeat(20), workspace: '日本', projectName: 'p' } },
+        /body\.config\.workspace must hold only printable Latin-1 characters \(it is sent in an HTTP header\)/,
+      ],
+      [
+        'non-Latin-1 ClickHouse user',
+        {
+          type: 'clickhouse',
+          config: {
+            host: 'https://ch.example.com:8443',
+            database: 'db',
+            username: '日本',
+            password: 'p'.repeat(12),
+          },
+        },
+        /body\.config\.username must hold only printable Latin-1/,
+      ],
+      [
+        'non-Latin-1 Arize space',
+        { type: 'arize', config: { apiKey: 'k'.repeat(20), spaceKey: '日本', modelId: 'm' } },
+        /body\.config\.spaceKey must hold only printable Latin-1/,
+      ],
     ];
     for (const [what, body, pattern] of cases) {
       const response = await gateway.request('POST', DESTINATIONS, { body: { name: what, ...body } });

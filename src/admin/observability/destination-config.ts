@@ -386,7 +386,7 @@ function checkStrings(type: AnyDestinationType, config: DestinationConfig, path:
       throw refuse(where, 'must not contain control characters (line breaks, NUL, …)');
     if (UNPAIRED_SURROGATE.test(value)) throw refuse(where, 'must not contain unpaired surrogates');
   }
-  for (const field of type.secretFields) {
+  for (const field of [...type.secretFields, ...(type.headerFields ?? [])]) {
     const value = config[field];
     if (typeof value === 'string' && !isHeaderValue(value)) {
       throw refuse(

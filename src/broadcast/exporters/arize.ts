@@ -31,6 +31,8 @@ export const arizeDestination = otlpDestination<ArizeConfig>({
   configSchema: arizeConfigSchema,
   defaults: { baseUrl: DEFAULT_BASE_URL },
   secretFields: ['apiKey'],
+  // Sent as the `space_id` header.
+  headerFields: ['spaceKey'],
   validate: (config) => urlProblems({ baseUrl: config.baseUrl }),
   url: ({ config }) => `${(config.baseUrl ?? DEFAULT_BASE_URL).replace(/\/+$/, '')}/v1/traces`,
   headers: (config) => ({ space_id: config.spaceKey, api_key: config.apiKey }),

@@ -253,6 +253,8 @@ export const clickhouseDestination: DestinationType<ClickhouseConfig> = {
   configSchema: clickhouseConfigSchema,
   defaults: { table: DEFAULT_TABLE },
   secretFields: ['password'],
+  // Sent as `X-ClickHouse-User`.
+  headerFields: ['username'],
   validate,
   urls: (config) => [`${baseUrl(config)}/`],
   maxBatch: 100,

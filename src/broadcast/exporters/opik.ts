@@ -48,6 +48,8 @@ export const opikDestination: DestinationType<OpikConfig> = {
   configSchema: opikConfigSchema,
   defaults: {},
   secretFields: ['apiKey'],
+  // Sent as `Comet-Workspace`.
+  headerFields: ['workspace'],
   validate: validateOpikConfig,
   urls: () => [TRACES_PATH, SPANS_PATH, PROJECTS_PATH].map((path) => `${OPIK_CLOUD_API}${path}`),
   // Opik takes up to 1000 traces or spans per batch; 100 generations keep the body well below its

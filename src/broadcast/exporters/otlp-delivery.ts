@@ -57,6 +57,8 @@ export interface OtlpDestinationSpec<C extends { headers?: Record<string, string
   configSchema: TSchema;
   defaults: Partial<C>;
   secretFields: readonly string[];
+  /** Other config fields its `headers` send (DestinationType.headerFields). */
+  headerFields?: readonly string[];
   /** The type's own rules; custom headers are always checked after them. */
   validate?: (config: C) => ConfigProblem[];
   /**
@@ -86,6 +88,7 @@ export function otlpDestination<C extends { headers?: Record<string, string> }>(
     configSchema: spec.configSchema,
     defaults: spec.defaults,
     secretFields: spec.secretFields,
+    ...(spec.headerFields ? { headerFields: spec.headerFields } : {}),
     validate: (config) => [...(spec.validate?.(config) ?? []), ...headerProblems(config.headers)],
     urls: (config) => [spec.url({ config })],
     maxBatch: 100,
