@@ -1,4 +1,5 @@
 import type { BroadcastEvent } from './broadcast-event.js';
+import { type DestinationView, eventForDestination } from './destination-rules.js';
 import {
   asDeliveryError,
   DeliveryError,
@@ -31,6 +32,12 @@ export interface DeliveryRequest {
   destination: ExportContext<unknown>['destination'];
   now: Date;
   originOverride?: string;
+  /**
+   * The destination's privacy mode and flags as they are now. An event is stored as the destination
+   * wanted it then; one still queued or dead when privacy mode is switched on (or a flag off) is
+   * sent without what the destination no longer wants: it is narrowed here, never widened.
+   */
+  view?: DestinationView;
   signal: AbortSignal;
 }
 
@@ -74,6 +81,7 @@ export async function deliverBatch(
         return;
       }
     }
+    if (request.view) event = eventForDestination(request.view, event);
     const idempotencyKey = rowIdempotencyKey({
       idempotency_key: stored.idempotencyKey,
       generation_id: stored.generationId,

@@ -226,6 +226,7 @@ export function createThreadDeliverer(options: {
             destination: request.destination,
             now: request.now.getTime(),
             originOverride: request.originOverride,
+            ...(request.view ? { view: request.view } : {}),
           },
         };
         try {

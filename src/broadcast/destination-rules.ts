@@ -184,10 +184,7 @@ export function toBroadcastTarget(row: ObservabilityDestinationTable): Broadcast
     matches: compileFilterRules(
       row.filter_rules === null ? null : (JSON.parse(row.filter_rules) as StoredFilterRules),
     ),
-    privacyMode: row.privacy_mode === 1,
-    cost: row.broadcast_generation_cost === 1,
-    identity: row.broadcast_generation_identity === 1,
-    requestContext: row.broadcast_generation_request_context === 1,
+    ...viewOf(row),
   };
 }
 
@@ -217,8 +214,19 @@ export function selects(
   return target.matches === null || target.matches(event);
 }
 
+/** What a destination receives of an event: whether bodies are withheld, which optional parts it gets. */
+export type DestinationView = Pick<BroadcastTarget, 'privacyMode' | 'cost' | 'identity' | 'requestContext'>;
+
+/** A stored destination's view, as it is now. */
+export const viewOf = (row: ObservabilityDestinationTable): DestinationView => ({
+  privacyMode: row.privacy_mode === 1,
+  cost: row.broadcast_generation_cost === 1,
+  identity: row.broadcast_generation_identity === 1,
+  requestContext: row.broadcast_generation_request_context === 1,
+});
+
 /** The event as this destination receives it: bodies withheld in privacy mode, optional parts by flag. */
-export function eventForDestination(target: BroadcastTarget, event: BroadcastEvent): BroadcastEvent {
+export function eventForDestination(target: DestinationView, event: BroadcastEvent): BroadcastEvent {
   return {
     ...event,
     input: target.privacyMode ? null : event.input,

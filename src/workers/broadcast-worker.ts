@@ -3,6 +3,7 @@ import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { openDestinationConfig, scrubSecrets } from '../admin/observability/destination-config.js';
 import { POLICY_TOPIC } from '../admin/workspaces/workspace-access.js';
 import { createInProcessDeliverer, type Deliverer, type StoredItem } from '../broadcast/deliver-batch.js';
+import { viewOf } from '../broadcast/destination-rules.js';
 import {
   asDeliveryError,
   DeliveryError,
@@ -620,6 +621,7 @@ export function createBroadcastWorker(options: {
         signal: controller.signal,
         now: clock.now(),
         originOverride: (settings.origin_overrides as Readonly<Record<string, string>>)[destination.type],
+        view: viewOf(destination),
       });
       rejected = new Map((outcome?.rejected ?? []).map((entry) => [entry.index, entry]));
       stoppedAt = outcome?.stopped;

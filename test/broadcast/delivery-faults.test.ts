@@ -14,6 +14,7 @@ import {
   inferenceKey,
   outboxRows,
   setBroadcast,
+  spanAttributes,
   startBroadcastGateway,
   startBroadcastGateway as startGateway,
   startHookReceiver,
@@ -167,6 +168,47 @@ for (const deliveryThread of [true, false]) {
       );
       assert.equal(retried.status, 200, retried.text);
       await waitUntil('the retried letter delivered', () => refusing.deliveries().length === 2);
+    });
+
+    it('sends a queued or dead event as the destination wants it now: privacy mode switched on withholds its bodies', async () => {
+      // The first event is refused outright (a dead letter); the second answered 500 with a
+      // Retry-After that keeps it queued while the destination changes.
+      const seen = new Set<string>();
+      const hook = await startHookReceiver((request) => {
+        const which = request.text.includes('SECRET-PROMPT-ONE') ? 'one' : 'two';
+        if (seen.has(which)) return { status: 200, body: {} };
+        seen.add(which);
+        return which === 'one'
+          ? { status: 400, body: 'refused' }
+          : { status: 500, headers: { 'retry-after': '2' }, body: 'down' };
+      });
+      receivers.push(hook);
+      const id = await createWebhook(gateway, hook, { broadcast_generation_cost: true });
+      await chat(gateway, app.key, { messages: [{ role: 'user', content: 'SECRET-PROMPT-ONE' }] });
+      await waitUntil('a dead letter', async () =>
+        (await outboxRows(gateway)).some((row) => row.status === 'dead'),
+      );
+      await chat(gateway, app.key, { messages: [{ role: 'user', content: 'SECRET-PROMPT-TWO' }] });
+      await waitUntil('the second event tried once', () => hook.deliveries().length === 2);
+      const patched = await gateway.request('PATCH', `/api/v1/observability/destinations/${id}`, {
+        body: { privacy_mode: true, broadcast_generation_cost: false },
+      });
+      assert.equal(patched.status, 200, patched.text);
+      const retried = await gateway.request(
+        'POST',
+        `/api/v1/observability/destinations/${id}/deliveries/retry`,
+      );
+      assert.equal(retried.status, 200, retried.text);
+      await waitUntil('both delivered', async () => (await outboxRows(gateway)).length === 0, 10_000);
+      const later = hook.deliveries().slice(2);
+      assert.equal(later.length, 2);
+      for (const delivery of later) {
+        assert.ok(!/SECRET-PROMPT/.test(delivery.text), 'no prompt after privacy mode was switched on');
+        const attributes = spanAttributes(delivery);
+        assert.equal(attributes['gen_ai.prompt'], undefined);
+        assert.equal(attributes['gen_ai.completion'], undefined);
+        assert.ok(!Object.keys(attributes).some((key) => key.startsWith('switchyard.cost.')), 'nor the cost');
+      }
     });
 
     it('keeps the secrets a receiver echoes out of the stored error and the deliveries listing', async () => {
