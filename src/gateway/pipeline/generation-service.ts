@@ -618,7 +618,8 @@ export function createGenerationService(options: {
       // A client that went away before any answer cancelled the generation; nothing failed.
       status: context.signal.aborted ? 'cancelled' : 'failed',
       httpStatus: failure.status,
-      failure,
+      // Nor is the provider to blame for it: a cancelled record carries no error.
+      failure: context.signal.aborted ? null : failure,
       finishReason: null,
       nativeFinishReason: null,
       upstreamId: null,
@@ -1148,8 +1149,9 @@ export function createGenerationService(options: {
                   ? 'incomplete'
                   : 'completed',
             httpStatus: 200,
-            failure: failed,
-            finishReason: failed ? 'error' : finishReason,
+            // A client that went away ends the upstream call with an abort: not the provider's error.
+            failure: cancelled ? null : failed,
+            finishReason: failed && !cancelled ? 'error' : finishReason,
             nativeFinishReason,
             upstreamId,
             streamed: true,

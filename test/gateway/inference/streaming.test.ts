@@ -314,6 +314,10 @@ describe('streaming: commit at first output, failures before and after it', () =
     });
     assert.equal(record.cancelled, true);
     assert.equal(record.status, 'cancelled');
+    // The client left: no error of the provider's is recorded.
+    assert.equal(record.error_type, null);
+    assert.equal(record.error_message, null);
+    assert.notEqual(record.finish_reason, 'error');
     assert.equal(record.streamed, true);
     assert.ok(record.tokens_completion > 0, 'what was produced is billed');
     assert.ok(record.total_cost > 0);
@@ -368,6 +372,7 @@ describe('streaming: commit at first output, failures before and after it', () =
     });
     assert.equal(row.cancelled, 1);
     assert.equal(row.status, 'cancelled');
+    assert.equal(row.error_type, null);
     assert.equal(row.cost_nanos, 0);
     const info = await keyInfo(gateway, fresh);
     assert.equal(info.usage, 0);
