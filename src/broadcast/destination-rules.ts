@@ -225,8 +225,18 @@ export const viewOf = (row: ObservabilityDestinationTable): DestinationView => (
   requestContext: row.broadcast_generation_request_context === 1,
 });
 
-/** The event as this destination receives it: bodies withheld in privacy mode, optional parts by flag. */
+/**
+ * The event as this destination receives it: bodies withheld in privacy mode, optional parts by flag.
+ * An event with nothing to withhold is returned as it is (the delivery of a stored event, already
+ * narrowed when it was built, copies nothing).
+ */
 export function eventForDestination(target: DestinationView, event: BroadcastEvent): BroadcastEvent {
+  const withholds =
+    (target.privacyMode && (event.input !== null || event.output !== null)) ||
+    (!target.cost && event.cost !== null) ||
+    (!target.identity && event.identity !== null) ||
+    (!target.requestContext && event.request_context !== null);
+  if (!withholds) return event;
   return {
     ...event,
     input: target.privacyMode ? null : event.input,

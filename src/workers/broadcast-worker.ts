@@ -708,20 +708,27 @@ export function createBroadcastWorker(options: {
     return new Date(clock.now().getTime() + delay);
   }
 
+  /** Failure texts already scrubbed, by the error (one destination's batch). */
+  const scrubbedTexts = new WeakMap<DeliveryError, string>();
+
   /**
    * A failure's text as stored and logged: without the destination's secrets, which a receiver that
    * echoes the request (its Authorization header, a URL's token) puts in its error body. The
    * deliveries listing shows it to any key of the workspace, as the connection test's answer.
    */
   function failureText(destination: ObservabilityDestinationTable, error: DeliveryError): string {
+    // A batch's failure settles each of its rows with the same error: scrubbed once.
+    const known = scrubbedTexts.get(error);
+    if (known !== undefined) return known;
     const type = destinationType(destination.type);
-    if (!type) return error.message;
+    let text = error.message;
     try {
-      return scrubSecrets(error.message, type, configOf(destination));
+      if (type) text = scrubSecrets(error.message, type, configOf(destination));
     } catch {
       // Secrets that cannot be opened cannot have been sent either.
-      return error.message;
     }
+    scrubbedTexts.set(error, text);
+    return text;
   }
 
   async function bury(

@@ -62,12 +62,13 @@ export function readOpenAiChoice(reply: unknown, field: 'message' | 'delta'): Op
     const call = asRecord(raw);
     if (!call) return;
     const fn = asRecord(call.function);
+    const args = argumentsText(fn?.arguments);
     toolCalls.push({
       index:
         Number.isSafeInteger(call.index) && (call.index as number) >= 0 ? (call.index as number) : position,
       ...(asString(call.id) !== undefined ? { id: asString(call.id) } : {}),
       ...(asString(fn?.name) !== undefined ? { name: asString(fn?.name) } : {}),
-      ...(argumentsText(fn?.arguments) !== undefined ? { arguments: argumentsText(fn?.arguments) } : {}),
+      ...(args !== undefined ? { arguments: args } : {}),
     });
   });
   const view: OpenAiChoiceView = { toolCalls };
