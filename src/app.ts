@@ -45,6 +45,7 @@ import { opsRoutes } from './ops/ops-routes.js';
 import { type ChangeBus, createLocalChangeBus, createRedisChangeBus } from './platform/change-bus.js';
 import { type Clock, systemClock } from './platform/clock.js';
 import { installGracefulClose } from './platform/graceful-close.js';
+import type { InFlight } from './platform/in-flight.js';
 import { createJsonBodyParser, parseJsonBodies } from './platform/json-body.js';
 import { createContentFilterMetrics, createGenerationMetrics, installMetrics } from './platform/metrics.js';
 import { connectRedis, whenReady } from './platform/redis.js';
@@ -161,7 +162,12 @@ function publicUrl(app: FastifyInstance, config: Config): string {
 }
 
 /** The one composition root: config in, a ready (not yet listening) Fastify app out. */
-export async function buildApp(options: BuildOptions): Promise<{ app: FastifyInstance; services: Services }> {
+export async function buildApp(options: BuildOptions): Promise<{
+  app: FastifyInstance;
+  services: Services;
+  /** Inference requests being served (shutdown reports the ones its timeout cuts). */
+  inFlight: InFlight;
+}> {
   const { config } = options;
   const clock = options.clock ?? systemClock;
   // Built before any connection opens: a bad catalogue config fails the start with nothing to close.
@@ -433,9 +439,12 @@ export async function buildApp(options: BuildOptions): Promise<{ app: FastifyIns
   );
 
   app.addHook('onClose', async () => {
+    // The server has no connection left (onClose runs after it drained, or after shutdown's timeout
+    // cut the rest); a request whose connection was cut still unwinds: it aborts its upstream call,
+    // settles its reservation and queues its record, which this waits for.
     await inference.close();
-    // In-flight requests have finished (onClose runs after the server drained): their records are
-    // queued, and this writes them while the database is still open.
+    // Every finished request's record is queued now, and this writes them while the database is
+    // still open.
     await services.generations.close();
     // After the log's last write, so events of the last generations are stored; in-flight sends are
     // aborted and their events handed back for the next start (or another instance).
@@ -449,5 +458,5 @@ export async function buildApp(options: BuildOptions): Promise<{ app: FastifyIns
       redis.subscriber.disconnect();
     }
   });
-  return { app, services };
+  return { app, services, inFlight: inference.inFlight };
 }

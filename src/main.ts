@@ -34,6 +34,13 @@ and the optional config file named by SWITCHYARD_CONFIG. See the README.`;
 
 class UsageError extends Error {}
 
+/**
+ * After shutdown's timeout cut the open connections: how long the close may take to unwind those
+ * requests (at most 5 s) and write the records left (retried for at most 5 s against a failing
+ * database) before the process gives up and exits.
+ */
+const FINAL_WRITES_MS = 15_000;
+
 const megabytes = (bytes: number) => Math.round(bytes / 1_048_576);
 
 async function serve(config: Config): Promise<void> {
@@ -43,7 +50,7 @@ async function serve(config: Config): Promise<void> {
   const youngCap = capYoungGeneration(config.young_generation_mb);
   // Before the app starts its own threads (SQLite, delivery): those keep the priority they choose.
   const helpers = lowerHelperThreads(config.helper_thread_niceness);
-  const { app, services } = await buildApp({ config });
+  const { app, services, inFlight } = await buildApp({ config });
   if (helpers)
     app.log.info(
       { niceness: config.helper_thread_niceness, ...helpers },
@@ -63,9 +70,20 @@ async function serve(config: Config): Promise<void> {
     if (closing) return;
     closing = true;
     app.log.info({ signal }, 'shutting down: no new connections, finishing in-flight requests');
+    // Past the timeout the requests still open are cut as a client going away would cut them: each
+    // aborts its upstream call, is billed for what it produced and recorded as cancelled, and the
+    // close below writes those records. Exiting at once had lost them, and held their reservations.
     const timer = setTimeout(() => {
-      app.log.error('shutdown timed out; exiting');
-      process.exit(1);
+      app.log.warn(
+        { requests: inFlight.count },
+        'shutdown timed out; cutting the connections still open and recording their requests',
+      );
+      app.server.closeAllConnections();
+      const last = setTimeout(() => {
+        app.log.error('shutdown could not finish its writes; exiting');
+        process.exit(1);
+      }, FINAL_WRITES_MS);
+      last.unref();
     }, config.shutdown_timeout_ms);
     timer.unref();
     app.close().then(

@@ -10,6 +10,7 @@ import type { Catalog } from '../catalog/catalog.js';
 import { createEndpointHealth } from '../catalog/endpoint-health.js';
 import type { Config } from '../config/config-schema.js';
 import type { Clock } from '../platform/clock.js';
+import { createInFlight } from '../platform/in-flight.js';
 import { usableCpus } from '../platform/usable-cpus.js';
 import type { Dialect } from './dialects/dialect.js';
 import {
@@ -103,11 +104,12 @@ export async function createInference(options: {
       : options.log,
     addKeyUsage: (hash, amount) => options.keyCache.addUsage(hash, amount),
   });
+  const inFlight = createInFlight();
   const surfaces: InferenceSurface[] = [
     ...options.dialects.map((surface) =>
-      dialectSurface({ ...surface, service, clientStallMs: config.limits.client_stall_ms }),
+      dialectSurface({ ...surface, service, clientStallMs: config.limits.client_stall_ms, inFlight }),
     ),
-    embeddingsSurface(service),
+    embeddingsSurface(service, inFlight),
   ];
   return {
     service,
@@ -120,7 +122,14 @@ export async function createInference(options: {
     register(api: FastifyInstance) {
       for (const surface of surfaces) registerSurfaceRoute(api, surface);
     },
-    async close() {
+    /** Requests being served; see `close`. */
+    inFlight,
+    /**
+     * After the server closed its connections: waits (at most `drainMs`) for the requests still
+     * unwinding (an upstream call aborted, a reservation to settle, a record to queue), then closes.
+     */
+    async close(drainMs = 5_000) {
+      await inFlight.drained(drainMs);
       credits.close();
       await http.close();
       await contentFilterThreads?.close();

@@ -5,6 +5,7 @@ import { AppError } from '../../errors/app-error.js';
 import { renderError } from '../../errors/error-renderer.js';
 import { errorTypeForStatus } from '../../errors/error-types.js';
 import { Cancellation } from '../../platform/cancellation.js';
+import type { InFlight } from '../../platform/in-flight.js';
 import type { Principal } from '../pipeline/authenticate.js';
 import {
   failureFromAppError,
@@ -223,8 +224,10 @@ export function dialectSurface(options: {
    * reservation for ever.
    */
   clientStallMs: number;
+  /** Counts the request from its start until its record is queued (shutdown waits on it). */
+  inFlight: InFlight;
 }): InferenceSurface {
-  const { dialect, service } = options;
+  const { dialect, service, inFlight } = options;
   const stallMs = options.clientStallMs;
   const surface: InferenceSurface = {
     path: options.path,
@@ -237,10 +240,13 @@ export function dialectSurface(options: {
       body: dialect.renderFailure(failure, generationId),
     }),
     async serve(exchange) {
+      inFlight.enter();
       try {
         await serveGeneration(exchange);
       } catch (error) {
         failUnexpectedly(exchange, surface, error);
+      } finally {
+        inFlight.leave();
       }
     },
   };
@@ -314,7 +320,7 @@ const envelopeOf = (failure: GenerationFailure) => renderStandardFailure(failure
  * `POST /embeddings`: the same routing, limits, failover and accounting as a generation, without a
  * stream. Failures use the standard envelope with `error.metadata.error_type`.
  */
-export function embeddingsSurface(service: GenerationService): InferenceSurface {
+export function embeddingsSurface(service: GenerationService, inFlight: InFlight): InferenceSurface {
   const surface: InferenceSurface = {
     path: '/embeddings',
     tag: 'Embeddings',
@@ -328,6 +334,7 @@ export function embeddingsSurface(service: GenerationService): InferenceSurface 
     async serve(exchange) {
       const startedAt = performance.now();
       const body = exchange.body as EmbeddingsBody;
+      inFlight.enter();
       try {
         const parsed = parseEmbeddingsRequest(body, exchange.headers);
         const texts = parsed.request.input.map((entry) =>
@@ -363,6 +370,8 @@ export function embeddingsSurface(service: GenerationService): InferenceSurface 
         if (error instanceof GenerationError)
           return sendFailure(exchange, surface, error.failure, error.generationId);
         failUnexpectedly(exchange, surface, error);
+      } finally {
+        inFlight.leave();
       }
     },
   };
