@@ -419,16 +419,19 @@ export async function buildApp(options: BuildOptions): Promise<{
       await api.register(workspaceRoutes(services.workspaces));
       // Built here, not in buildServices: its rules read the catalogue, which only the server builds.
       await api.register(byokRoutes(createByokService({ ...services, catalog, clock })));
-      await api.register(
-        observabilityRoutes(
-          createDestinationService({
-            ...services,
-            clock,
-            http: exporterHttp,
-            originOverrides: config.broadcast.origin_overrides,
-          }),
-        ),
-      );
+      const destinations = createDestinationService({
+        ...services,
+        clock,
+        http: exporterHttp,
+        originOverrides: config.broadcast.origin_overrides,
+      });
+      const resealed = await destinations.resealStoredUrls();
+      if (resealed > 0)
+        logger.info(
+          { destinations: resealed },
+          'sealed destination URLs that carried credentials in the clear',
+        );
+      await api.register(observabilityRoutes(destinations));
       await api.register(generationRoutes(services.generations));
       await api.register(
         catalogRoutes({ catalog, clock, publicUrl: () => publicUrl(app, config), health: inference.health }),

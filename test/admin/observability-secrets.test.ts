@@ -1,13 +1,15 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
+import { maskSecretValue, openDestinationConfig } from '../../src/admin/observability/destination-config.js';
 import { startReceiver } from '../helpers/broadcast-fixtures.js';
-import type { TestApp } from '../helpers/test-app.js';
+import { isolatedDatabase, startTestApp, type TestApp } from '../helpers/test-app.js';
 import {
   createDestination,
   DESTINATIONS,
   destinationRow,
   langfuseConfig,
   startObservabilityGateway,
+  vendorSecret,
 } from './observability-helpers.js';
 
 const expectError = (response: { status: number; body: any; text: string }, status: number): string => {
@@ -298,6 +300,97 @@ describe('private addresses with allow_private_networks off', () => {
         body: { type: 'otel-collector', name: 'private', config: { endpoint: url } },
       });
       assert.match(expectError(response, 400), /body\.config\.endpoint .*non-public address/, url);
+    }
+  });
+});
+
+describe('destination rows saved with a credential-carrying URL in the clear', () => {
+  it('are sealed when the server starts, the config they give an exporter unchanged', async () => {
+    const database = isolatedDatabase();
+    const config = {
+      broadcast: { allow_private_networks: true, worker_enabled: false },
+      limits: { rate_limit: { requests: 0, window_seconds: 60 } },
+    };
+    const token = vendorSecret('tok_');
+    const receiver = await startReceiver(() => ({ status: 200, body: {} }));
+    const url = `${receiver.url}/in?token=${token}`;
+    let ids: string[] = [];
+    let before: Record<string, unknown>[] = [];
+    let updatedAt: string[] = [];
+    const first = await startTestApp({ database, config });
+    try {
+      const kept = await createDestination(first, {
+        type: 'webhook',
+        name: 'old hook',
+        config: { url, headers: { 'X-Sig': 'abcdefghijklmnopqrstu' } },
+      });
+      const deleted = await createDestination(first, { type: 'webhook', name: 'old gone', config: { url } });
+      assert.equal((await first.request('DELETE', `${DESTINATIONS}/${deleted.id}`)).status, 200);
+      ids = [kept.id, deleted.id];
+      // As a build before URLs were sealed stored them: the URL in the plain column.
+      const { db } = first.services.storage;
+      for (const id of ids) {
+        const row = await db
+          .selectFrom('observability_destinations')
+          .selectAll()
+          .where('id', '=', id)
+          .executeTakeFirstOrThrow();
+        const opened = openDestinationConfig(row, first.services.secretBox);
+        const { url: plainUrl, headers, ...rest } = opened;
+        await db
+          .updateTable('observability_destinations')
+          .set({
+            config: JSON.stringify({ ...rest, url: plainUrl }),
+            secrets_ciphertext: headers ? first.services.secretBox.seal(JSON.stringify({ headers })) : null,
+          })
+          .where('id', '=', id)
+          .execute();
+      }
+      const rows = await db
+        .selectFrom('observability_destinations')
+        .selectAll()
+        .where('id', 'in', ids)
+        .execute();
+      assert.ok(
+        rows.every((row) => row.config.includes(token)),
+        'the old format holds the token in the clear',
+      );
+      const byId = (id: string) => rows.find((row) => row.id === id) as (typeof rows)[number];
+      before = ids.map((id) => openDestinationConfig(byId(id), first.services.secretBox));
+      updatedAt = ids.map((id) => String(byId(id).updated_at));
+    } finally {
+      await first.close();
+    }
+
+    const second = await startTestApp({ database, config });
+    try {
+      const rows = await second.services.storage.db
+        .selectFrom('observability_destinations')
+        .selectAll()
+        .where('id', 'in', ids)
+        .execute();
+      assert.equal(rows.length, 2);
+      const byId = (id: string) => rows.find((row) => row.id === id) as (typeof rows)[number];
+      for (const row of rows) {
+        assert.ok(!row.config.includes(token), `row ${row.id} still holds the token: ${row.config}`);
+        assert.equal(JSON.parse(row.config).url, undefined);
+      }
+      // What an exporter is given is what it was; the change is not the user's: updated_at stays.
+      assert.deepEqual(
+        ids.map((id) => openDestinationConfig(byId(id), second.services.secretBox)),
+        before,
+      );
+      assert.deepEqual(
+        ids.map((id) => String(byId(id).updated_at)),
+        updatedAt,
+      );
+      const read = await second.request('GET', `${DESTINATIONS}/${ids[0]}`);
+      assert.equal(read.status, 200, read.text);
+      assert.equal(new URL(read.body.data.config.url).searchParams.get('token'), maskSecretValue(token));
+    } finally {
+      await second.close();
+      await receiver.close();
+      await database.drop();
     }
   });
 });

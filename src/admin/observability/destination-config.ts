@@ -176,6 +176,21 @@ export function sealConfig(
 }
 
 /**
+ * Whether a stored row keeps a credential-carrying URL in its plain `config` column: rows saved
+ * before such URLs were sealed with the secrets (session 34). `resealStoredUrls` moves them.
+ */
+export function plainConfigHoldsCredentials(row: Pick<ObservabilityDestinationTable, 'config'>): boolean {
+  let plain: unknown;
+  try {
+    plain = JSON.parse(row.config);
+  } catch {
+    return false;
+  }
+  if (!isPlainObject(plain)) return false;
+  return Object.values(plain).some((value) => typeof value === 'string' && urlCredentials(value) !== null);
+}
+
+/**
  * The full config of a stored destination: non-secret fields, opened secrets and `headers` — what an
  * exporter is given. Throws when the secrets cannot be opened (another master key, altered data).
  */

@@ -126,6 +126,33 @@ export function createDestinationRepository(storage: Storage) {
       return this.findById(id);
     },
 
+    /** Every stored destination, deleted ones included (their config is still in the database). */
+    async everyRow(): Promise<DestinationRow[]> {
+      return db.selectFrom('observability_destinations').selectAll().orderBy('id').execute();
+    },
+
+    /**
+     * Replaces a row's config columns while they are still `expected` (a concurrent PATCH wins), on
+     * deleted rows too and without touching `updated_at`: the config's meaning does not change.
+     */
+    async replaceConfigColumns(
+      id: string,
+      columns: Pick<DestinationRow, 'config' | 'secrets_ciphertext'>,
+      expected: Pick<DestinationRow, 'config' | 'secrets_ciphertext'>,
+    ): Promise<boolean> {
+      let query = db
+        .updateTable('observability_destinations')
+        .set(columns)
+        .where('id', '=', id)
+        .where('config', '=', expected.config);
+      query =
+        expected.secrets_ciphertext === null
+          ? query.where('secrets_ciphertext', 'is', null)
+          : query.where('secrets_ciphertext', '=', expected.secrets_ciphertext);
+      const result = await query.executeTakeFirst();
+      return Number(result.numUpdatedRows) > 0;
+    },
+
     /** Marks a live destination deleted; false when it was missing or already deleted. */
     /**
      * Marks the destination deleted and removes its outbox rows (pending events and dead letters,

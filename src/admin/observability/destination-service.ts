@@ -21,6 +21,7 @@ import {
   mergeConfig,
   openDestinationConfig,
   originsOf,
+  plainConfigHoldsCredentials,
   sameConfig,
   scrubSecrets,
   sealConfig,
@@ -199,6 +200,30 @@ export function createDestinationService(options: {
     );
 
   return {
+    /**
+     * Seals the credential-carrying URLs (query values, a userinfo password) that rows saved before
+     * such URLs were sealed keep in the plain config column; the server runs it once at start, so
+     * a copy of the database stops giving them away. What an exporter is given does not change.
+     * A row that cannot be opened (another master key) is left as it is. Returns the rows changed.
+     */
+    async resealStoredUrls(): Promise<number> {
+      let changed = 0;
+      for (const row of await destinations.everyRow()) {
+        if (!plainConfigHoldsCredentials(row)) continue;
+        const type = destinationType(row.type);
+        if (!type) continue;
+        let config: Record<string, unknown>;
+        try {
+          config = openDestinationConfig(row, secretBox);
+        } catch {
+          continue;
+        }
+        const columns = sealConfig(type, config as DestinationConfig, secretBox);
+        if (await destinations.replaceConfigColumns(row.id, columns, row)) changed += 1;
+      }
+      return changed;
+    },
+
     async list(
       principal: Principal,
       query: Page & { workspace_id?: string },
