@@ -169,6 +169,24 @@ export function createAttemptPlanner(options: {
     ];
   }
 
+  /**
+   * A model's endpoints, each id once. The snapshot lists 79 endpoints twice under one id (two
+   * captures of their live stats); the catalogue shows them as given, but one endpoint is one
+   * candidate, or a failing one is tried twice and the price weighting counts it double. The later
+   * capture is kept, in the first one's place. Worked out once per model.
+   */
+  const distinct = new WeakMap<CatalogModel, readonly SnapshotEndpoint[]>();
+  function distinctEndpoints(model: CatalogModel): readonly SnapshotEndpoint[] {
+    let endpoints = distinct.get(model);
+    if (!endpoints) {
+      const byId = new Map<string, SnapshotEndpoint>();
+      for (const endpoint of model.endpoints) byId.set(endpoint.id, endpoint);
+      endpoints = byId.size === model.endpoints.length ? model.endpoints : [...byId.values()];
+      distinct.set(model, endpoints);
+    }
+    return endpoints;
+  }
+
   function resolveModel(slug: string, field: string): CatalogModel {
     const found = catalog.lookup(slug);
     const model = found.find((candidate) => candidate.id === slug) ?? found[0];
@@ -284,11 +302,12 @@ export function createAttemptPlanner(options: {
         const restrictions = input.restrictions ?? null;
         if (restrictions && !modelAllowed(restrictions, model)) {
           refusedModels.push(model.id);
-          totalEndpoints += model.endpoints.length;
-          for (const _ of model.endpoints) exclude(GUARDRAIL_REASON);
+          const endpoints = distinctEndpoints(model);
+          totalEndpoints += endpoints.length;
+          for (const _ of endpoints) exclude(GUARDRAIL_REASON);
           return kept;
         }
-        for (const endpoint of model.endpoints) {
+        for (const endpoint of distinctEndpoints(model)) {
           totalEndpoints += 1;
           const protocol = protocolForAdapter(endpoint.adapter);
           if (!protocol) {

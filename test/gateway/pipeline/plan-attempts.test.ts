@@ -51,6 +51,21 @@ function expectAppError(run: () => unknown, status: number, pattern: RegExp) {
 }
 
 describe('attempt planning', () => {
+  it('offers an endpoint the snapshot lists twice once, as the later capture', () => {
+    // anthropic/claude-haiku-4.5 lists each of its 7 endpoints twice under one id.
+    const { planner: p, catalog } = planner({
+      providers: { anthropic: { api_key: 'a' }, switchyard: { enabled: false } },
+    });
+    const model = catalog.models.find((entry) => entry.id === 'anthropic/claude-haiku-4.5');
+    assert.ok(model);
+    const anthropic = model.endpoints.filter((endpoint) => endpoint.provider_slug === 'anthropic');
+    assert.equal(anthropic.length, 2, 'the snapshot lists the anthropic endpoint twice');
+    assert.equal(anthropic[0]?.id, anthropic[1]?.id);
+    const plan = p.plan(input({ models: ['anthropic/claude-haiku-4.5'] }));
+    assert.deepEqual(slugs(plan), ['anthropic']);
+    assert.equal(plan.candidates[0]?.endpoint, anthropic[1], 'the later capture');
+  });
+
   it('offers only endpoints whose provider has credentials', () => {
     const { planner: p } = planner();
     assert.deepEqual(slugs(p.plan(input())).sort(), ['baidu/fp8', 'deepinfra/fp4', 'novita/fp8']);
