@@ -212,6 +212,72 @@ describe('OpenAI chat-completions adapter against a fake upstream', () => {
     ]);
   });
 
+  it('keeps streamed tool calls apart when the upstream reuses index 0 or sends none', async () => {
+    const calls = (
+      first: Record<string, unknown>,
+      second: Record<string, unknown>,
+      rest: Record<string, unknown>[] = [],
+    ) => [
+      chunk({ role: 'assistant', content: null }),
+      chunk({
+        tool_calls: [
+          {
+            ...first,
+            id: 'call_x',
+            type: 'function',
+            function: { name: 'get_weather', arguments: '{"city":' },
+          },
+        ],
+      }),
+      chunk({ tool_calls: [{ ...first, function: { arguments: '"Paris"}' } }] }),
+      chunk({
+        tool_calls: [
+          {
+            ...second,
+            id: 'call_y',
+            type: 'function',
+            function: { name: 'get_time', arguments: '{"tz":"CET"}' },
+          },
+        ],
+      }),
+      ...rest.map((delta) => chunk(delta)),
+      chunk({}, 'tool_calls'),
+      usageChunk,
+      '[DONE]',
+    ];
+    const expected = [
+      { type: 'tool-call-start', index: 0, callId: 'call_x', name: 'get_weather' },
+      { type: 'tool-call-delta', index: 0, argumentsDelta: '{"city":' },
+      { type: 'tool-call-delta', index: 0, argumentsDelta: '"Paris"}' },
+      { type: 'tool-call-start', index: 1, callId: 'call_y', name: 'get_time' },
+      { type: 'tool-call-delta', index: 1, argumentsDelta: '{"tz":"CET"}' },
+      { type: 'tool-call-end', index: 0 },
+      { type: 'tool-call-end', index: 1 },
+    ];
+    const toolParts = (parts: Array<{ type: string }>) =>
+      parts.filter((part) => part.type.startsWith('tool-call'));
+    // Ollama: every call at index 0. No index at all (Mistral-style). And the usual distinct indexes,
+    // where a call may repeat its id on each chunk.
+    for (const [first, second] of [
+      [{ index: 0 }, { index: 0 }],
+      [{}, {}],
+      [{ index: 0 }, { index: 1 }],
+    ] as const) {
+      upstream.handle((_request, response) => writeSse(response, calls(first, second)));
+      assert.deepEqual(toolParts(await collect(adapter.stream(call()))), expected, JSON.stringify(first));
+    }
+    // A call that repeats its id on a later chunk is the same call.
+    upstream.handle((_request, response) =>
+      writeSse(
+        response,
+        calls({ index: 0 }, { index: 1 }, [
+          { tool_calls: [{ index: 1, id: 'call_y', function: { arguments: '' } }] },
+        ]),
+      ),
+    );
+    assert.deepEqual(toolParts(await collect(adapter.stream(call()))), expected);
+  });
+
   it('reports a 429 with its message and Retry-After as a retryable error', async () => {
     upstream.handle((_request, response) => {
       response.writeHead(429, { 'content-type': 'application/json', 'retry-after': '17' }).end(

@@ -95,7 +95,11 @@ export function createOpenAiChatAdapter(
         let finish: string | undefined;
         let sawDone = false;
         let identified = false;
+        // Tool calls by our own index (0, 1, … in the order they start), and the upstream's index of
+        // each to ours. A new id under an index already in use is a new call: Ollama sends every
+        // call as index 0, some servers send no index at all (read as the position in the chunk).
         const openCalls = new Map<number, { id: string; name: string }>();
+        const upstreamIndexes = new Map<number, number>();
         for await (const event of events) {
           if (event.data === '[DONE]') {
             // A stream that ends before its first chunk answered nothing: a bad answer to fail over
@@ -135,13 +139,17 @@ export function createOpenAiChatAdapter(
           }
           for (const toolCall of choice.toolCalls) {
             guard.output();
-            if (!openCalls.has(toolCall.index)) {
-              const opened = { id: toolCall.id ?? `call_${toolCall.index}`, name: toolCall.name ?? '' };
-              openCalls.set(toolCall.index, opened);
-              yield { type: 'tool-call-start', index: toolCall.index, callId: opened.id, name: opened.name };
+            let index = upstreamIndexes.get(toolCall.index);
+            const open = index === undefined ? undefined : openCalls.get(index);
+            if (open === undefined || (toolCall.id !== undefined && toolCall.id !== open.id)) {
+              index = openCalls.size;
+              const opened = { id: toolCall.id ?? `call_${index}`, name: toolCall.name ?? '' };
+              openCalls.set(index, opened);
+              upstreamIndexes.set(toolCall.index, index);
+              yield { type: 'tool-call-start', index, callId: opened.id, name: opened.name };
             }
             if (toolCall.arguments) {
-              yield { type: 'tool-call-delta', index: toolCall.index, argumentsDelta: toolCall.arguments };
+              yield { type: 'tool-call-delta', index: index as number, argumentsDelta: toolCall.arguments };
             }
           }
           if (choice.finishReason) finish = choice.finishReason;
