@@ -308,6 +308,10 @@ describe('Anthropic Messages adapter against a fake upstream', () => {
         blockStart(3, { type: 'tool_use', id: 'toolu_02', name: 'weather', input: {} }),
         blockDelta(3, { type: 'input_json_delta', partial_json: '{"city":"Rome"}' }),
         blockStop(3),
+        // A tool without parameters: its input is the start's `{}`, with one empty delta.
+        blockStart(4, { type: 'tool_use', id: 'toolu_03', name: 'now', input: {} }),
+        blockDelta(4, { type: 'input_json_delta', partial_json: '' }),
+        blockStop(4),
         messageDelta('tool_use', 89),
         messageStop,
       ]),
@@ -327,6 +331,9 @@ describe('Anthropic Messages adapter against a fake upstream', () => {
       { type: 'tool-call-start', index: 1, callId: 'toolu_02', name: 'weather' },
       { type: 'tool-call-delta', index: 1, argumentsDelta: '{"city":"Rome"}' },
       { type: 'tool-call-end', index: 1 },
+      { type: 'tool-call-start', index: 2, callId: 'toolu_03', name: 'now' },
+      { type: 'tool-call-delta', index: 2, argumentsDelta: '{}' },
+      { type: 'tool-call-end', index: 2 },
       {
         type: 'usage',
         usage: {

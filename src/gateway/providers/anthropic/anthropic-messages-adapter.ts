@@ -37,6 +37,15 @@ function errorFromEvent(error: AnthropicErrorView, raw: string): UpstreamError {
  * Anthropic Messages (`POST /v1/messages`). Non-streamed calls read one message; streamed calls
  * read the typed SSE events (message_start, content blocks, message_delta, message_stop) into parts.
  */
+/** Ends a streamed tool call; one whose input came as no delta sends its start's input first. */
+function* closeCall(open: { index: number; input: unknown; streamed: boolean }): Generator<StreamPart> {
+  if (!open.streamed) {
+    const input = typeof open.input === 'object' && open.input !== null ? open.input : {};
+    yield { type: 'tool-call-delta', index: open.index, argumentsDelta: JSON.stringify(input) };
+  }
+  yield { type: 'tool-call-end', index: open.index };
+}
+
 export function createAnthropicMessagesAdapter(options: {
   http: UpstreamHttp;
   version?: string;
@@ -111,7 +120,9 @@ export function createAnthropicMessagesAdapter(options: {
         let identified = false;
         // Content block index → tool-call index: tool calls are numbered 0, 1, 2 among themselves,
         // while Anthropic's block index also counts text and thinking blocks.
-        const openCalls = new Map<number, number>();
+        // A call none of whose input arrived as deltas gets its start's `input` (`{}` for a tool
+        // without parameters), as the non-streamed answer does: an empty arguments text is no JSON.
+        const openCalls = new Map<number, { index: number; input: unknown; streamed: boolean }>();
         let toolCalls = 0;
         for await (const frame of events) {
           const event = readAnthropicStreamEvent(parseUpstreamJson(frame.data));
@@ -130,7 +141,7 @@ export function createAnthropicMessagesAdapter(options: {
             if (block.type === 'tool_use') {
               guard.output();
               const index = toolCalls++;
-              openCalls.set(event.index, index);
+              openCalls.set(event.index, { index, input: block.input, streamed: false });
               yield { type: 'tool-call-start', index, callId: block.id || `call_${index}`, name: block.name };
             } else if (block.type === 'text' && block.text) {
               guard.output();
@@ -148,15 +159,17 @@ export function createAnthropicMessagesAdapter(options: {
               guard.output();
               yield { type: 'reasoning-delta', delta: delta.thinking };
             } else if (delta.type === 'input_json_delta' && delta.partialJson) {
-              const index = openCalls.get(event.index);
-              if (index !== undefined)
-                yield { type: 'tool-call-delta', index, argumentsDelta: delta.partialJson };
+              const open = openCalls.get(event.index);
+              if (open !== undefined) {
+                open.streamed = true;
+                yield { type: 'tool-call-delta', index: open.index, argumentsDelta: delta.partialJson };
+              }
             }
           } else if (event.type === 'content_block_stop') {
-            const index = openCalls.get(event.index);
-            if (index !== undefined) {
+            const open = openCalls.get(event.index);
+            if (open !== undefined) {
               openCalls.delete(event.index);
-              yield { type: 'tool-call-end', index };
+              yield* closeCall(open);
             }
           } else if (event.type === 'message_delta') {
             // message_delta usage is cumulative, not an increment.
@@ -183,7 +196,7 @@ export function createAnthropicMessagesAdapter(options: {
             kind: 'invalid-response',
           });
         }
-        for (const index of openCalls.values()) yield { type: 'tool-call-end', index };
+        for (const open of openCalls.values()) yield* closeCall(open);
         yield { type: 'usage', usage: toCanonicalUsage(usage) };
         yield {
           type: 'finish',
