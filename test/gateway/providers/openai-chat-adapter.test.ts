@@ -278,6 +278,37 @@ describe('OpenAI chat-completions adapter against a fake upstream', () => {
     assert.deepEqual(toolParts(await collect(adapter.stream(call()))), expected);
   });
 
+  it('reads a 200 JSON answer to a streamed request as the error it carries', async () => {
+    upstream.handle((_request, response) => {
+      response
+        .writeHead(200, { 'content-type': 'application/json; charset=utf-8' })
+        .end(JSON.stringify({ error: { message: 'Upstream overloaded, try later', code: 503 } }));
+    });
+    const overloaded = await collect(adapter.stream(call())).catch((caught: unknown) => caught);
+    assert.ok(overloaded instanceof UpstreamError);
+    assert.equal(overloaded.message, 'Upstream overloaded, try later');
+    assert.equal(overloaded.status, 503);
+    assert.equal(overloaded.retryable, true);
+    // A code that is no HTTP error status is a bad gateway; JSON without an error, a bad answer.
+    upstream.handle((_request, response) => {
+      response
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify({ error: { message: 'model not found', code: 'not_found' } }));
+    });
+    const odd = await collect(adapter.stream(call())).catch((caught: unknown) => caught);
+    assert.ok(odd instanceof UpstreamError);
+    assert.equal(odd.message, 'model not found');
+    assert.equal(odd.status, 502);
+    upstream.handle((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' }).end('{"choices":[]}');
+    });
+    const whole = await collect(adapter.stream(call())).catch((caught: unknown) => caught);
+    assert.ok(whole instanceof UpstreamError);
+    assert.equal(whole.kind, 'invalid-response');
+    assert.match(whole.message, /answered a streamed request with JSON \(HTTP 200\), not an event stream/);
+    assert.equal(whole.retryable, true);
+  });
+
   it('reports a 429 with its message and Retry-After as a retryable error', async () => {
     upstream.handle((_request, response) => {
       response.writeHead(429, { 'content-type': 'application/json', 'retry-after': '17' }).end(

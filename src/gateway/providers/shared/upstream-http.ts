@@ -391,7 +391,9 @@ class EventsCall
     status: number,
     headers: IncomingHttpHeaders,
   ) {
-    if (status >= 400) {
+    // A JSON body to a streamed request is no stream: compatible servers send their error that way
+    // with a 200 status. It is read whole (capped like an error body) and answered as text.
+    if (status >= 400 || isJsonReply(headers)) {
       this.reading = new WholeReply(MAX_ERROR_BODY);
       this.reading.start(status, headers);
     } else {
@@ -436,6 +438,11 @@ class EventsCall
     else this.failed(error);
   }
 }
+
+const isJsonReply = (headers: IncomingHttpHeaders): boolean => {
+  const type = headers['content-type'];
+  return typeof type === 'string' && /^\s*application\/json\b/i.test(type);
+};
 
 /**
  * A reply's body collected whole, up to `limit` bytes. Past it, a 2xx reply fails with an
@@ -570,6 +577,38 @@ export function errorFromText(reply: UpstreamText): UpstreamError {
 }
 
 /**
+ * A 2xx JSON answer to a streamed request: the error it carries (`{"error": {"message", "code"}}`,
+ * the code as the status when it is an HTTP error status), or a bad answer to fail over from.
+ */
+function errorFromJsonAnswer(reply: UpstreamText): UpstreamError {
+  let error: { message?: unknown; code?: unknown } | string | undefined;
+  try {
+    error = (JSON.parse(reply.text) as { error?: typeof error } | null)?.error;
+  } catch {
+    // Not even JSON: the message below says what came.
+  }
+  const message =
+    typeof error === 'string' ? error : typeof error?.message === 'string' ? error.message : null;
+  if (error === undefined || error === null || message === null) {
+    return new UpstreamError({
+      message: `Upstream answered a streamed request with JSON (HTTP ${reply.status}), not an event stream`,
+      kind: 'invalid-response',
+      raw: reply.text.slice(0, 2000),
+    });
+  }
+  const code = typeof error === 'object' ? error.code : undefined;
+  const status =
+    Number.isInteger(code) && (code as number) >= 400 && (code as number) <= 599 ? (code as number) : 502;
+  return new UpstreamError({
+    message,
+    kind: 'http',
+    status,
+    raw: reply.text.slice(0, 2000),
+    retryAfterSeconds: retryAfter(reply.headers),
+  });
+}
+
+/**
  * POSTs one streamed adapter call upstream with the call's timeouts and returns its SSE events once
  * it answered 2xx; a non-2xx answer becomes the adapter's UpstreamError. The events end when the body
  * does (the adapter decides whether the stream was complete); a failure while reading them is an
@@ -583,7 +622,8 @@ export async function openUpstream(
   request: AdapterPost,
 ): Promise<AsyncIterableIterator<EventSourceMessage>> {
   const reply = await http.postForEvents(postOf(call, request));
-  if ('text' in reply) throw (request.toError ?? errorFromText)(reply);
+  if ('text' in reply)
+    throw reply.status >= 400 ? (request.toError ?? errorFromText)(reply) : errorFromJsonAnswer(reply);
   return reply.events;
 }
 
