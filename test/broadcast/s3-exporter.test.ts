@@ -307,6 +307,36 @@ test('the path template renders {prefix} {year} {month} {day} {apiKeyName}, made
   assert.equal(objectKey(config({ prefix: '' }), sampleEvent()), `2026-11-22/${EXPECTED_KEY.split('/')[2]}`);
 });
 
+test('generations of a trace the client named get an object each, even when they start in the same millisecond', async () => {
+  const shared = (spanId: string, generationId: string) =>
+    sampleEvent({
+      generation_id: generationId,
+      trace: {
+        ...sampleEvent().trace,
+        trace_id: 'f70ae2f1e02d03ac343e5dab0e231842',
+        external_trace_id: 'agent-run-77',
+        span_id: spanId,
+      },
+    });
+  await s3Destination.send(
+    [
+      outboxItem(shared('1111111111111111', 'gen-1795341600-aaaaaaaaaaaaaaaa')),
+      outboxItem(shared('2222222222222222', 'gen-1795341600-bbbbbbbbbbbbbbbb')),
+    ],
+    context(),
+  );
+  assert.deepEqual([...objects.keys()].sort(), [
+    'openrouter-traces/2026-11-22/f70ae2f1e02d03ac343e5dab0e231842-1795341600000-1111111111111111.json',
+    'openrouter-traces/2026-11-22/f70ae2f1e02d03ac343e5dab0e231842-1795341600000-2222222222222222.json',
+  ]);
+  // A redelivery writes the same object again, not a third one.
+  await s3Destination.send(
+    [outboxItem(shared('1111111111111111', 'gen-1795341600-aaaaaaaaaaaaaaaa'))],
+    context(),
+  );
+  assert.equal(objects.size, 2);
+});
+
 test("characters S3 percent-encodes in the canonical URI (!'()*=) are signed as sent", async () => {
   await s3Destination.send(
     [outboxItem()],
@@ -418,6 +448,10 @@ test('urls() names the bucket: path style under an endpoint, virtual-hosted on A
   assert.deepEqual(s3Destination.urls(aws), [`https://${BUCKET}.s3.us-east-1.amazonaws.com/`]);
   assert.deepEqual(s3Destination.urls({ ...aws, region: 'eu-central-1' }), [
     `https://${BUCKET}.s3.eu-central-1.amazonaws.com/`,
+  ]);
+  // A bucket name with dots is no host name AWS's certificate covers: path style.
+  assert.deepEqual(s3Destination.urls({ ...aws, bucketName: 'logs.example.com', region: 'eu-west-1' }), [
+    'https://s3.eu-west-1.amazonaws.com/logs.example.com/',
   ]);
 });
 

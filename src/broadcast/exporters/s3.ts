@@ -73,6 +73,10 @@ function bucketLocation(config: S3Config): BucketLocation {
     return { origin: url.origin, basePath: `${url.pathname.replace(/\/+$/, '')}/${bucket}/` };
   }
   const region = config.region ?? DEFAULT_REGION;
+  // AWS's certificate (*.s3.<region>.amazonaws.com) covers one label: a bucket name with dots fails
+  // TLS as a host name, so it goes in the path, as AWS's own SDKs do.
+  if (config.bucketName.includes('.'))
+    return { origin: `https://s3.${region}.amazonaws.com`, basePath: `/${bucket}/` };
   return { origin: `https://${config.bucketName}.s3.${region}.amazonaws.com`, basePath: '/' };
 }
 
@@ -87,7 +91,12 @@ function encodeKeySegment(segment: string): string {
   );
 }
 
-/** The object key for an event: `<rendered template>/<traceId>-<start ms>.json`. */
+/**
+ * The object key for an event: `<rendered template>/<traceId>-<start ms>.json`, the reference's
+ * name. A trace the client named (`trace.trace_id`) is shared by its generations, and two of them
+ * starting in the same millisecond (parallel calls of one agent run) would overwrite each other's
+ * object: theirs end in `-<spanId>.json`, the generation's own span id, stable across redeliveries.
+ */
 export function objectKey(config: S3Config, event: BroadcastEvent): string {
   const start = new Date(event.started_at);
   const date = start.toISOString().slice(0, 10);
@@ -104,7 +113,12 @@ export function objectKey(config: S3Config, event: BroadcastEvent): string {
     (_, name: string) => values[name] ?? '',
   );
   const directory = rendered.split('/').filter((segment) => segment.length > 0);
-  return [...directory, `${event.trace.trace_id}-${start.getTime()}.json`].join('/');
+  const { trace } = event;
+  const name =
+    trace.external_trace_id === null
+      ? `${trace.trace_id}-${start.getTime()}.json`
+      : `${trace.trace_id}-${start.getTime()}-${trace.span_id}.json`;
+  return [...directory, name].join('/');
 }
 
 /** A key name reduced to characters that are safe in a path segment (no `/`, no `..`). */
