@@ -1,6 +1,7 @@
 import { hash } from 'node:crypto';
 import type { GenerationRecordInput } from '../billing/generation-log.js';
 import { sliceWhole } from '../platform/whole-characters.js';
+import { reportedFinishReason } from '../spec/finish-reason.js';
 import type { ContentPart, GenerationRequest } from '../spec/generation-request.js';
 import {
   type BroadcastEvent,
@@ -76,6 +77,9 @@ const stringOrNull = (value: unknown): string | null =>
  * other strings are hashed into that shape (and kept as `external_trace_id`), so any client id
  * still groups its generations. Every other key is custom metadata.
  */
+/** An id of W3C Trace Context's shape: hex of its length, and not all zeros (which it calls invalid). */
+const validId = (shape: RegExp, text: string): boolean => shape.test(text) && /[1-9a-f]/i.test(text);
+
 export function traceOf(generationId: string, trace: Record<string, unknown> | null): BroadcastTrace {
   const given = trace ?? {};
   const externalTraceId = stringOrNull(given.trace_id);
@@ -91,12 +95,16 @@ export function traceOf(generationId: string, trace: Record<string, unknown> | n
   }
   return {
     trace_id: externalTraceId
-      ? TRACE_ID.test(externalTraceId)
+      ? validId(TRACE_ID, externalTraceId)
         ? externalTraceId.toLowerCase()
         : hex(`trace:${externalTraceId}`, 32)
       : hex(`trace:${generationId}`, 32),
     span_id: hex(`span:${generationId}`, 16),
-    parent_span_id: parent ? (SPAN_ID.test(parent) ? parent.toLowerCase() : hex(`span:${parent}`, 16)) : null,
+    parent_span_id: parent
+      ? validId(SPAN_ID, parent)
+        ? parent.toLowerCase()
+        : hex(`span:${parent}`, 16)
+      : null,
     external_trace_id: externalTraceId,
     trace_name: stringOrNull(given.trace_name),
     span_name: stringOrNull(given.span_name),
@@ -206,7 +214,7 @@ export function buildBroadcastEvent(sources: EventSources): BroadcastEvent {
     provider: record.provider_slug,
     provider_name: record.provider_name,
     status: record.status,
-    finish_reason: record.finish_reason,
+    finish_reason: reportedFinishReason(record.finish_reason),
     error:
       record.error_type || record.error_message
         ? { type: record.error_type, message: record.error_message }

@@ -6,20 +6,10 @@ import { GenerationQuery, GenerationRecordSchema } from '../billing/generation-s
 import { nanosToUsd } from '../billing/money.js';
 import { notFound } from '../errors/app-error.js';
 import { ErrorSchema } from '../errors/error-schema.js';
+import { reportedFinishReason } from '../spec/finish-reason.js';
 import type { Principal } from './pipeline/authenticate.js';
 
 type GenerationRecord = Static<typeof GenerationRecordSchema>;
-
-/** Canonical finish reasons in the dialect-neutral (OpenAI) spelling the reference reports. */
-const finishReasons: Record<string, string> = {
-  stop: 'stop',
-  length: 'length',
-  'tool-calls': 'tool_calls',
-  'content-filter': 'content_filter',
-  error: 'error',
-  // A reason no mapping knows (its text is `native_finish_reason`): `stop`, as the answer said.
-  other: 'stop',
-};
 
 /**
  * A key sees its own generations; a management key sees every generation of its workspace. Anything
@@ -59,7 +49,7 @@ export function generationRecord(row: GenerationRecordRow): GenerationRecord {
     latency: row.latency_ms,
     moderation_latency: null,
     generation_time: row.generation_time_ms,
-    finish_reason: row.finish_reason === null ? null : (finishReasons[row.finish_reason] ?? null),
+    finish_reason: reportedFinishReason(row.finish_reason),
     native_finish_reason: row.native_finish_reason,
     service_tier: null,
     // We count no tokens of our own: the provider's (native) counts are the only counts.

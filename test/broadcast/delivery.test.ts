@@ -230,6 +230,25 @@ describe('broadcast delivery', () => {
     assert.ok(prompts.some((prompt) => prompt.includes('invoice')));
   });
 
+  it('carries the finish reason as the API spells it, so a rule written that way matches', async () => {
+    const hook = await receiver();
+    await createWebhook(gateway, hook, {
+      filter_rules: {
+        groups: [{ rules: [{ field: 'finish_reason', operator: 'equals', value: 'tool_calls' }] }],
+      },
+    });
+    await chat(gateway, app.key);
+    assert.deepEqual(await outboxRows(gateway), [], 'a plain answer stops, and is not selected');
+    const tools = [{ type: 'function', function: { name: 'lookup', parameters: { type: 'object' } } }];
+    const called = await chat(gateway, app.key, { model: 'switchyard/scripted', tools });
+    assert.equal(called.body.choices[0].finish_reason, 'tool_calls');
+    await waitUntil('the tool-call generation', () => hook.deliveries().length === 1);
+    const [delivery] = hook.deliveries();
+    assert.deepEqual(spanAttributes(delivery)['gen_ai.response.finish_reasons'], {
+      values: [{ stringValue: 'tool_calls' }],
+    });
+  });
+
   it('samples whole sessions deterministically per destination', async () => {
     const hook = await receiver();
     const id = await createWebhook(gateway, hook, { sampling_rate: 0.5 });

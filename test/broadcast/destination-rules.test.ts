@@ -129,6 +129,13 @@ describe('event building', () => {
     assert.match(hashed.parent_span_id ?? '', /^[0-9a-f]{16}$/);
     assert.equal(hashed.external_trace_id, 'my-trace');
     assert.equal(traceOf('gen-1', { trace_id: 'my-trace' }).trace_id, hashed.trace_id, 'stable');
+    // All zeros is W3C Trace Context's invalid id, which receivers drop: hashed like any other text.
+    const zeros = traceOf('gen-1', { trace_id: '0'.repeat(32), parent_span_id: '0'.repeat(16) });
+    assert.match(zeros.trace_id, /^[0-9a-f]{32}$/);
+    assert.notEqual(zeros.trace_id, '0'.repeat(32));
+    assert.match(zeros.parent_span_id ?? '', /^[0-9a-f]{16}$/);
+    assert.notEqual(zeros.parent_span_id, '0'.repeat(16));
+    assert.equal(zeros.external_trace_id, '0'.repeat(32));
     const none = traceOf('gen-1', null);
     assert.equal(none.span_id, traceOf('gen-1', null).span_id);
     assert.notEqual(none.span_id, traceOf('gen-2', null).span_id);
