@@ -244,6 +244,7 @@ describe('broadcast delivery', () => {
     assert.equal(called.body.choices[0].finish_reason, 'tool_calls');
     await waitUntil('the tool-call generation', () => hook.deliveries().length === 1);
     const [delivery] = hook.deliveries();
+    assert.ok(delivery);
     assert.deepEqual(spanAttributes(delivery)['gen_ai.response.finish_reasons'], {
       values: [{ stringValue: 'tool_calls' }],
     });
