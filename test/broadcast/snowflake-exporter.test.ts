@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { after, before, beforeEach, test } from 'node:test';
-import type { ExportContext } from '../../src/broadcast/destination-type.js';
+import type { ExportContext, OutboxItem } from '../../src/broadcast/destination-type.js';
 import { DeliveryError } from '../../src/broadcast/destination-type.js';
 import { createExporterHttp } from '../../src/broadcast/exporter-http.js';
 import { type SnowflakeConfig, snowflakeDestination } from '../../src/broadcast/exporters/snowflake.js';
@@ -144,14 +144,18 @@ function selectList(text: string): string[] {
   return items;
 }
 
-/** Runs the INSERT … SELECT … FROM VALUES the way Snowflake would, binding each `?` in order. */
-function insert(
+/**
+ * Runs the MERGE … USING (SELECT … FROM VALUES …) … WHEN NOT MATCHED THEN INSERT the way Snowflake
+ * would, binding each `?` in order: a source row whose ROW_ID and TIMESTAMP are in the table already
+ * is skipped.
+ */
+function merge(
   statement: string,
   bindings: Array<{ type: string; value: string }>,
   requestId: string,
 ): ReceiverReply {
   const match =
-    /^INSERT INTO "(\w+)"\."(\w+)"\."(\w+)" \(([^)]*)\) SELECT (.+) FROM \(SELECT PARSE_JSON\(column1\) AS r FROM VALUES ((?:\(\?\)(?:, )?)+)\)$/.exec(
+    /^MERGE INTO "(\w+)"\."(\w+)"\."(\w+)" t USING \(SELECT (.+) FROM \(SELECT PARSE_JSON\(column1\) AS r FROM VALUES ((?:\(\?\)(?:, )?)+)\)\) s ON t\."ROW_ID" = s\."ROW_ID" AND t\."TIMESTAMP" = s\."TIMESTAMP" WHEN NOT MATCHED THEN INSERT \(([^)]*)\) VALUES \(([^)]*)\)$/.exec(
       statement,
     );
   if (!match)
@@ -166,20 +170,23 @@ function insert(
       '42S02',
     );
   }
-  const columns = (match[4] as string).split(', ').map((name) => name.replace(/^"|"$/g, ''));
-  const reads = selectList(match[5] as string);
-  if (reads.length !== columns.length)
+  const columns = (match[6] as string).split(', ').map((name) => name.replace(/^"|"$/g, ''));
+  const values = (match[7] as string).split(', ');
+  const reads = selectList(match[4] as string);
+  if (reads.length !== columns.length || values.length !== columns.length)
     return failure(422, '002020', 'SQL compilation error: Insert value list does not match column list');
   for (const [index, column] of columns.entries()) {
     const type = table.columns.get(column);
-    const read = type ? TYPE_READS[type]?.exec(reads[index] as string) : null;
-    if (!read || read[1] !== column)
+    const aliased = /^(.+) AS "(\w+)"$/.exec(reads[index] as string);
+    const read = type && aliased ? TYPE_READS[type]?.exec(aliased[1] as string) : null;
+    if (!read || read[1] !== column || aliased?.[2] !== column || values[index] !== `s."${column}"`)
       return failure(
         422,
         '002023',
         `SQL compilation error: Expression type does not match column data type for ${column}`,
       );
   }
+  let inserted = 0;
   for (const binding of bindings) {
     const row = JSON.parse(binding.value) as Record<string, unknown>;
     const stored: Record<string, unknown> = {};
@@ -188,9 +195,12 @@ function insert(
       stored[column] =
         column === 'TIMESTAMP' && value !== null ? new Date(value as number).toISOString() : value;
     }
+    if (table.rows.some((kept) => kept.ROW_ID === stored.ROW_ID && kept.TIMESTAMP === stored.TIMESTAMP))
+      continue;
     table.rows.push(stored);
+    inserted += 1;
   }
-  return resultSet(requestId, [[String(bindings.length)]]);
+  return resultSet(requestId, [[String(inserted)]]);
 }
 
 /** Answers like the Snowflake SQL API v2 (https://docs.snowflake.com/en/developer-guide/sql-api/reference). */
@@ -258,10 +268,11 @@ function fakeSnowflake(request: ReceivedRequest): ReceiverReply {
   let answer: ReceiverReply;
   if (body.statement === 'SELECT 1') answer = resultSet(requestId, [['1']]);
   else if (body.statement.startsWith('CREATE TABLE')) answer = createTable(body.statement, requestId);
-  else answer = insert(body.statement, ordered as Array<{ type: string; value: string }>, requestId);
-  if (pollsWhileRunning > 0) {
+  else answer = merge(body.statement, ordered as Array<{ type: string; value: string }>, requestId);
+  // async=true answers 202 with the handle at once, however quick the statement.
+  if (pollsWhileRunning > 0 || url.searchParams.get('async') === 'true') {
     const handle = `${requestId}-async`;
-    running.set(handle, { polls: pollsWhileRunning - 1, answer });
+    running.set(handle, { polls: Math.max(0, pollsWhileRunning - 1), answer });
     answer = {
       status: 202,
       body: {
@@ -277,8 +288,10 @@ function fakeSnowflake(request: ReceivedRequest): ReceiverReply {
 }
 
 const table = (cfg: SnowflakeConfig) => tables.get(`${cfg.database}.${cfg.schema}.${cfg.table}`);
+/** The statements' requests, in order (the polls of their handles left out). */
+const posts = () => receiver.requests.filter((request) => request.method === 'POST');
 const statements = () =>
-  receiver.requests.map((request) => {
+  posts().map((request) => {
     const statement = (request.json as { statement?: string } | undefined)?.statement ?? '';
     return `${request.method} ${new URL(request.url, 'http://x').pathname} ${statement.split(' ').slice(0, 2).join(' ')}`.trim();
   });
@@ -290,9 +303,9 @@ test('first batch: CREATE TABLE with VARIANT columns, then one INSERT with bindi
   assert.equal(outcome, undefined);
   assert.deepEqual(statements(), [
     'POST /api/v2/statements CREATE TABLE',
-    'POST /api/v2/statements INSERT INTO',
+    'POST /api/v2/statements MERGE INTO',
   ]);
-  const [create, inserted] = receiver.requests as [ReceivedRequest, ReceivedRequest];
+  const [create, inserted] = posts() as [ReceivedRequest, ReceivedRequest];
   for (const request of [create, inserted]) {
     assert.equal(request.headers.authorization, `Bearer ${TOKEN}`);
     assert.equal(request.headers['x-snowflake-authorization-token-type'], 'PROGRAMMATIC_ACCESS_TOKEN');
@@ -303,6 +316,7 @@ test('first batch: CREATE TABLE with VARIANT columns, then one INSERT with bindi
   const insertUrl = new URL(inserted.url, 'http://x');
   assert.match(insertUrl.searchParams.get('requestId') ?? '', UUID);
   assert.equal(insertUrl.searchParams.get('retry'), 'true');
+  assert.equal(insertUrl.searchParams.get('async'), 'true');
   const body = inserted.json as Record<string, unknown>;
   assert.deepEqual(
     { database: body.database, schema: body.schema, warehouse: body.warehouse, timeout: body.timeout },
@@ -310,7 +324,7 @@ test('first batch: CREATE TABLE with VARIANT columns, then one INSERT with bindi
   );
   assert.match(
     String(body.statement),
-    new RegExp(`^INSERT INTO "SNOWFLAKE_LEARNING_DB"\\."PUBLIC"\\."${cfg.table}"`),
+    new RegExp(`^MERGE INTO "SNOWFLAKE_LEARNING_DB"\\."PUBLIC"\\."${cfg.table}" t USING `),
   );
   assert.equal(String(body.statement).includes('user_12345'), false, 'values travel as bindings, not SQL');
   const created = table(cfg);
@@ -374,7 +388,7 @@ test('later batches skip CREATE; a failed insert (table gone) is not retried and
   await snowflakeDestination.send([outboxItem()], context(cfg));
   receiver.requests.length = 0;
   await snowflakeDestination.send([outboxItem(sampleEvent({ generation_id: 'gen-2' }))], context(cfg));
-  assert.deepEqual(statements(), ['POST /api/v2/statements INSERT INTO']);
+  assert.deepEqual(statements(), ['POST /api/v2/statements MERGE INTO']);
 
   tables.clear();
   await assert.rejects(
@@ -391,7 +405,7 @@ test('later batches skip CREATE; a failed insert (table gone) is not retried and
   await snowflakeDestination.send([outboxItem(sampleEvent({ generation_id: 'gen-4' }))], context(cfg));
   assert.deepEqual(statements(), [
     'POST /api/v2/statements CREATE TABLE',
-    'POST /api/v2/statements INSERT INTO',
+    'POST /api/v2/statements MERGE INTO',
   ]);
   assert.equal(table(cfg)?.rows.length, 1);
 });
@@ -435,8 +449,8 @@ test('the same batch resent gets the same request id, and Snowflake answers it w
     items.map((item) => ({ ...item, attempt: 2 })),
     context(cfg),
   );
-  const ids = receiver.requests
-    .filter((request) => String((request.json as { statement?: string }).statement).startsWith('INSERT'))
+  const ids = posts()
+    .filter((request) => String((request.json as { statement?: string }).statement).startsWith('MERGE'))
     .map((request) => new URL(request.url, 'http://x').searchParams.get('requestId'));
   assert.equal(ids.length, 2);
   assert.equal(ids[0], ids[1]);
@@ -449,6 +463,32 @@ test('the same batch resent gets the same request id, and Snowflake answers it w
   await snowflakeDestination.send(items.slice(0, 1), context(cfg));
   const other = new URL(receiver.requests[0]?.url ?? '', 'http://x').searchParams.get('requestId');
   assert.notEqual(other, ids[0]);
+});
+
+test('a batch regrouped on retry (a new request id) inserts each row once', async () => {
+  const cfg = config();
+  const [a, b, c, d] = ['gen-a', 'gen-b', 'gen-c', 'gen-d'].map((id) =>
+    outboxItem(sampleEvent({ generation_id: id })),
+  ) as [OutboxItem, OutboxItem, OutboxItem, OutboxItem];
+  // The first run went through, but its answer never reached the worker (a timeout): each row is
+  // retried on its own backoff and comes back in other batches, under other request ids.
+  await snowflakeDestination.send([a, b, c], context(cfg));
+  await snowflakeDestination.send(
+    [
+      { ...b, attempt: 2 },
+      { ...c, attempt: 2 },
+    ],
+    context(cfg),
+  );
+  await snowflakeDestination.send([{ ...a, attempt: 2 }, d], context(cfg));
+  const ids = posts()
+    .filter((request) => String((request.json as { statement?: string }).statement).startsWith('MERGE'))
+    .map((request) => new URL(request.url, 'http://x').searchParams.get('requestId'));
+  assert.equal(new Set(ids).size, 3, 'three batches, three request ids');
+  assert.deepEqual(
+    table(cfg)?.rows.map((row) => row.ROW_ID),
+    [a, b, c, d].map((item) => item.idempotencyKey),
+  );
 });
 
 test('202 (still running) is polled at /api/v2/statements/{handle} until the statement finishes', async () => {

@@ -22,11 +22,11 @@ import {
 /**
  * `snowflake`: rows in `<database>.<schema>.<table>` through the Snowflake SQL API v2
  * (https://docs.snowflake.com/en/developer-guide/sql-api/reference), authenticated with a
- * programmatic access token. The table is created on first use; each batch is one INSERT whose
- * rows travel as bind variables (one JSON text per row, parsed server-side), never spliced into
- * the SQL. The request id is derived from the batch's idempotency keys and sent with
- * `retry=true`, so Snowflake answers a resent batch with the first execution instead of running
- * it again.
+ * programmatic access token. The table is created on first use; each batch is one MERGE that
+ * inserts the rows not there yet (by ROW_ID), its rows travelling as bind variables (one JSON text
+ * per row, parsed server-side), never spliced into the SQL. The request id is derived from the
+ * batch's idempotency keys and sent with `retry=true`, so Snowflake answers a resent batch with the
+ * first execution instead of running it again; statements run with `async=true` and are polled.
  */
 
 const ACCOUNT_PATTERN = '^[a-zA-Z0-9_]+(?:[.-][a-zA-Z0-9_]+)*$';
@@ -59,7 +59,7 @@ const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_$]*$/;
 const STATEMENT_TIMEOUT_S = 60;
 /** How long a 202 (still running) is polled before the batch is retried later (same request id). */
 const POLL_DEADLINE_MS = 30_000;
-const POLL_FIRST_MS = 250;
+const POLL_FIRST_MS = 100;
 const POLL_MAX_MS = 2_000;
 /** The SQL API requires a User-Agent naming the application (RFC 7231 product token). */
 const USER_AGENT = 'switchyard-broadcast/1.0';
@@ -135,15 +135,27 @@ function createTableStatement(names: Target): string {
 }
 
 /**
- * `INSERT … SELECT … FROM VALUES (?), (?)`: one TEXT binding per row, holding the row as JSON.
- * Snowflake refuses PARSE_JSON inside an INSERT's VALUES list, and a JSON row also carries SQL
- * NULLs (absent keys) without null bindings.
+ * `MERGE INTO … USING (SELECT … FROM VALUES (?), (?)) … WHEN NOT MATCHED THEN INSERT`: one TEXT
+ * binding per row, holding the row as JSON (Snowflake refuses PARSE_JSON inside a VALUES list, and
+ * a JSON row also carries SQL NULLs, absent keys, without null bindings). A row whose ROW_ID (from
+ * the event's idempotency key) is in the table already is skipped: a batch retried after its first
+ * execution went through is regrouped by the worker's per-row backoff, so its request id differs and
+ * `retry=true` cannot find the first run; the MERGE keeps those rows from landing twice. The match
+ * includes TIMESTAMP, the same for every copy of a row, so Snowflake prunes the table's
+ * micro-partitions (filled in time order) instead of scanning every ROW_ID.
  */
-function insertStatement(names: Target, rows: number): string {
-  const columns = TRACE_ROW_COLUMNS.map(quote).join(', ');
-  const reads = TRACE_ROW_COLUMNS.map((column) => COLUMNS[column].read(`r['${column}']`)).join(', ');
+function mergeStatement(names: Target, rows: number): string {
+  const reads = TRACE_ROW_COLUMNS.map(
+    (column) => `${COLUMNS[column].read(`r['${column}']`)} AS ${quote(column)}`,
+  ).join(', ');
   const placeholders = Array.from({ length: rows }, () => '(?)').join(', ');
-  return `INSERT INTO ${qualifiedTable(names)} (${columns}) SELECT ${reads} FROM (SELECT PARSE_JSON(column1) AS r FROM VALUES ${placeholders})`;
+  const columns = TRACE_ROW_COLUMNS.map(quote).join(', ');
+  const values = TRACE_ROW_COLUMNS.map((column) => `s.${quote(column)}`).join(', ');
+  return (
+    `MERGE INTO ${qualifiedTable(names)} t USING (SELECT ${reads} FROM (SELECT PARSE_JSON(column1) AS r FROM VALUES ${placeholders})) s ` +
+    `ON t."ROW_ID" = s."ROW_ID" AND t."TIMESTAMP" = s."TIMESTAMP" ` +
+    `WHEN NOT MATCHED THEN INSERT (${columns}) VALUES (${values})`
+  );
 }
 
 /** A row as JSON with null fields left out, so they read back as SQL NULL (not a VARIANT null). */
@@ -183,8 +195,12 @@ async function execute(context: Context, execution: Execution): Promise<void> {
   const { config } = context;
   const names = target(config);
   const base = origin(config, context.originOverride);
+  // async=true: Snowflake answers 202 with the statement's handle at once, and the statement is
+  // polled. Run synchronously it may hold the answer for 45 s, past the HTTP client's 15 s header
+  // timeout, and the batch would be resent while its first run was still going.
   const query = new URLSearchParams({
     requestId: execution.requestId,
+    async: 'true',
     ...(execution.retry ? { retry: 'true' } : {}),
   });
   const response = await context.http.send(`${base}/api/v2/statements?${query}`, {
@@ -262,7 +278,7 @@ async function send(
       items.map((item, index) => [String(index + 1), { type: 'TEXT' as const, value: encodeRow(item) }]),
     );
     await execute(context, {
-      statement: insertStatement(names, items.length),
+      statement: mergeStatement(names, items.length),
       requestId: batchRequestId(items),
       retry: true,
       bindings,
