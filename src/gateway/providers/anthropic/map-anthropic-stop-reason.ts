@@ -6,6 +6,8 @@ export function mapAnthropicStopReason(reason: string | null | undefined): Finis
     case 'stop_sequence':
       return 'stop';
     case 'max_tokens':
+    // The answer was cut by the context window rather than max_tokens: truncated all the same.
+    case 'model_context_window_exceeded':
       return 'length';
     case 'tool_use':
       return 'tool-calls';
