@@ -305,10 +305,19 @@ describe('Gemini adapter against a fake upstream', () => {
     const result = await adapter.generate(simple());
     assert.equal(result.text, 'Looking it up.');
     assert.equal(result.reasoning, 'I should look that up.');
-    assert.deepEqual(result.toolCalls, [
-      { callId: 'call_0', name: 'weather', arguments: '{"city":"Paris","units":"metric"}' },
-      { callId: 'call_1', name: 'time', arguments: '{}' },
-    ]);
+    // Gemini sends no call ids: each call gets one of its own, unique, not its index.
+    const ids = result.toolCalls.map((toolCall) => toolCall.callId);
+    for (const id of ids) assert.match(id, /^call_[A-Za-z0-9_-]{16}$/);
+    assert.notEqual(ids[0], ids[1]);
+    assert.deepEqual(
+      result.toolCalls.map(({ name, arguments: text }) => ({ name, arguments: text })),
+      [
+        { name: 'weather', arguments: '{"city":"Paris","units":"metric"}' },
+        { name: 'time', arguments: '{}' },
+      ],
+    );
+    const again = await adapter.generate(simple());
+    assert.ok(!again.toolCalls.some((toolCall) => ids.includes(toolCall.callId)), 'ids repeat across turns');
     assert.equal(result.finishReason, 'tool-calls');
     assert.equal(result.nativeFinishReason, 'STOP');
     assert.deepEqual(result.usage, {
@@ -348,6 +357,8 @@ describe('Gemini adapter against a fake upstream', () => {
       ]),
     );
     const parts = await collect(adapter.stream(call()));
+    const started = parts.find((part) => part.type === 'tool-call-start');
+    assert.match(started?.type === 'tool-call-start' ? started.callId : '', /^call_[A-Za-z0-9_-]{16}$/);
     const sent = upstream.requests.at(-1)!;
     assert.equal(sent.url, '/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse');
     assert.equal(sent.headers['x-goog-api-key'], 'AIza-upstream');
@@ -357,7 +368,7 @@ describe('Gemini adapter against a fake upstream', () => {
       { type: 'reasoning-delta', delta: '**Checking the forecast**\n' },
       { type: 'text-delta', delta: 'Let me ' },
       { type: 'text-delta', delta: 'check.' },
-      { type: 'tool-call-start', index: 0, callId: 'call_0', name: 'weather' },
+      { type: 'tool-call-start', index: 0, callId: (started as { callId: string }).callId, name: 'weather' },
       { type: 'tool-call-delta', index: 0, argumentsDelta: '{"city":"Oslo"}' },
       { type: 'tool-call-end', index: 0 },
       {

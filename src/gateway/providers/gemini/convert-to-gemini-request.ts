@@ -92,7 +92,7 @@ function functionResponseBody(output: string): Record<string, unknown> {
 export function convertToGeminiContents(input: InputItem[]): GeminiContent[] {
   const contents: GeminiContent[] = [];
   // Gemini matches a response to its call by name and has no call ids; a later call with the same
-  // id (our `call_<index>` ids repeat across turns) replaces an earlier one.
+  // id (ids a client or another provider gave may repeat across turns) replaces an earlier one.
   const callNames = new Map<string, string>();
   const append = (role: GeminiContent['role'], given: GeminiPart[]) => {
     // Gemini refuses empty text parts and turns without parts ("contents.parts must not be empty").

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { AdapterCall, ProviderAdapter } from '../../../spec/provider-adapter.js';
 import type { GenerationResult, StreamPart } from '../../../spec/stream-part.js';
 import { UpstreamError } from '../../../spec/upstream-error.js';
@@ -22,6 +23,13 @@ import {
   readGeminiUsage,
 } from './gemini-api.js';
 import { mapGeminiFinishReason } from './map-gemini-finish-reason.js';
+
+/**
+ * An id for a function call Gemini sent without one (Gemini has no call ids before its 3.x models):
+ * unique, not `call_<index>`, which repeats in every turn of a conversation, and a client that keys
+ * results by id, or a fallback to a provider that refuses repeated ids (Anthropic), would collide.
+ */
+const newCallId = () => `call_${randomBytes(12).toString('base64url')}`;
 
 const headersOf = credentialHeadersOf((apiKey) => ({ 'x-goog-api-key': apiKey }));
 const headersFor = (call: AdapterCall) => headersOf(call.target);
@@ -95,7 +103,7 @@ export function createGeminiAdapter(options: { http: UpstreamHttp }): ProviderAd
         else if (part.type === 'reasoning') reasoning += part.text;
         else {
           toolCalls.push({
-            callId: part.id ?? `call_${toolCalls.length}`,
+            callId: part.id ?? newCallId(),
             name: part.name,
             arguments: JSON.stringify(part.args),
           });
@@ -153,7 +161,7 @@ export function createGeminiAdapter(options: { http: UpstreamHttp }): ProviderAd
             else if (part.type === 'reasoning') yield { type: 'reasoning-delta', delta: part.text };
             else {
               const index = toolCalls++;
-              yield { type: 'tool-call-start', index, callId: part.id ?? `call_${index}`, name: part.name };
+              yield { type: 'tool-call-start', index, callId: part.id ?? newCallId(), name: part.name };
               yield { type: 'tool-call-delta', index, argumentsDelta: JSON.stringify(part.args) };
               yield { type: 'tool-call-end', index };
             }
