@@ -289,6 +289,99 @@ describe('responses dialect: stream', () => {
     assert.deepEqual(accumulate(events).output, completed.output);
   });
 
+  it('holds a call that starts while another is open until that one ends, its arguments whole', () => {
+    // An upstream that streams two calls' arguments interleaved (index 0, 1, 0, 1).
+    const { text } = encode([
+      { type: 'tool-call-start', index: 0, callId: 'call_a', name: 'weather' },
+      { type: 'tool-call-start', index: 1, callId: 'call_b', name: 'time' },
+      { type: 'tool-call-delta', index: 0, argumentsDelta: '{"city":' },
+      { type: 'tool-call-delta', index: 1, argumentsDelta: '{"tz":' },
+      { type: 'tool-call-delta', index: 0, argumentsDelta: '"Paris"}' },
+      { type: 'tool-call-delta', index: 1, argumentsDelta: '"CET"}' },
+      { type: 'tool-call-end', index: 0 },
+      { type: 'tool-call-end', index: 1 },
+      ...finish('tool-calls'),
+    ]);
+    const events = frames(text);
+    checkSequence(events);
+    assert.deepEqual(types(events), [
+      'response.created',
+      'response.in_progress',
+      'response.output_item.added',
+      'response.function_call_arguments.delta',
+      'response.function_call_arguments.delta',
+      'response.function_call_arguments.done',
+      'response.output_item.done',
+      'response.output_item.added',
+      'response.function_call_arguments.delta',
+      'response.function_call_arguments.done',
+      'response.output_item.done',
+      'response.completed',
+    ]);
+    // Every done event carries the call's whole arguments: a client acting on
+    // output_item.done runs the tool with them.
+    const done = events.filter((event) => event.type === 'response.output_item.done');
+    assert.deepEqual(
+      done.map((event) => [event.output_index, event.item.call_id, event.item.arguments, event.item.status]),
+      [
+        [0, 'call_a', '{"city":"Paris"}', 'completed'],
+        [1, 'call_b', '{"tz":"CET"}', 'completed'],
+      ],
+    );
+    assert.deepEqual(events[7].item, {
+      type: 'function_call',
+      id: 'fc_1730000000-abc_1',
+      call_id: 'call_b',
+      name: 'time',
+      arguments: '',
+      status: 'in_progress',
+    });
+    assert.equal(events[8].delta, '{"tz":"CET"}');
+    const completed = events.at(-1).response;
+    assert.deepEqual(accumulate(events).output, completed.output);
+    assert.deepEqual(
+      completed.output.map((item: { arguments: string }) => item.arguments),
+      ['{"city":"Paris"}', '{"tz":"CET"}'],
+    );
+  });
+
+  it('releases held calls, closed, when text starts or the stream fails', () => {
+    const failure = { status: 502, message: 'cut', errorType: 'provider_unavailable' } as GenerationFailure;
+    const { text } = encode(
+      [
+        { type: 'tool-call-start', index: 0, callId: 'call_a', name: 'weather' },
+        { type: 'tool-call-start', index: 1, callId: 'call_b', name: 'time' },
+        { type: 'tool-call-delta', index: 1, argumentsDelta: '{}' },
+      ],
+      { failure },
+    );
+    const events = frames(text);
+    checkSequence(events);
+    const completed = events.at(-1).response;
+    assert.equal(completed.status, 'failed');
+    assert.deepEqual(
+      completed.output.map((item: { call_id: string; arguments: string }) => [item.call_id, item.arguments]),
+      [
+        ['call_a', ''],
+        ['call_b', '{}'],
+      ],
+    );
+    assert.deepEqual(accumulate(events).output, completed.output);
+    const withText = frames(
+      encode([
+        { type: 'tool-call-start', index: 0, callId: 'call_a', name: 'weather' },
+        { type: 'tool-call-start', index: 1, callId: 'call_b', name: 'time' },
+        { type: 'text-delta', delta: 'Both asked.' },
+        ...finish('tool-calls'),
+      ]).text,
+    );
+    checkSequence(withText);
+    assert.deepEqual(
+      accumulate(withText).output.map((item: { type: string }) => item.type),
+      ['function_call', 'function_call', 'message'],
+    );
+  });
+
   it('streams reasoning as a reasoning item before the message', () => {
     const { text } = encode([
       { type: 'reasoning-delta', delta: 'Think' },

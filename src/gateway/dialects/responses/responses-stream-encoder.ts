@@ -26,7 +26,10 @@ import { isLengthFailure, responsesErrorCode } from './responses-errors.js';
  *
  * One output item is open at a time. Reasoning opens a `reasoning` item (its text travels as
  * `reasoning_text`), text opens a `message`, each tool call a `function_call`; when another item
- * starts, the open one is closed with its done events. The final `response.completed`
+ * starts, the open one is closed with its done events. A tool call that starts while another call
+ * is still open is held back (its arguments collected) until that one ends: an upstream may stream
+ * several calls' arguments interleaved, and closing a call at the next one's start had sent its
+ * `function_call_arguments.done` and `output_item.done` with arguments still to come. The final `response.completed`
  * (`incomplete`, `failed`) carries every item again, with usage and cost. Delta frames are built
  * as strings around one `JSON.stringify` of the delta: this runs once per upstream chunk.
  */
@@ -53,6 +56,13 @@ interface OpenCall {
 
 type OpenItem = OpenText | OpenCall;
 
+/** A call that started while another was open: its arguments collect until it opens. */
+interface HeldCall {
+  index: number;
+  item: FunctionCallItem;
+  ended: boolean;
+}
+
 const DONE = 'data: [DONE]\n\n';
 
 class ResponsesStreamEncoder implements StreamEncoder {
@@ -68,6 +78,8 @@ class ResponsesStreamEncoder implements StreamEncoder {
   #reasonings = 0;
   /** Every tool call by its stream index, kept after closing so a late delta still counts. */
   readonly #calls = new Map<number, FunctionCallItem>();
+  /** Calls started while another call was open, in the order they started. */
+  readonly #held: HeldCall[] = [];
   #finish: FinishReason | null = null;
   #ended = false;
 
@@ -94,9 +106,7 @@ class ResponsesStreamEncoder implements StreamEncoder {
       case 'tool-call-delta':
         return this.#callDelta(part.index, part.argumentsDelta);
       case 'tool-call-end':
-        return this.#open?.kind === 'function_call' && this.#open.index === part.index
-          ? this.#close('completed')
-          : '';
+        return this.#callEnd(part.index);
       case 'finish':
         this.#finish = part.reason;
         return '';
@@ -125,7 +135,8 @@ class ResponsesStreamEncoder implements StreamEncoder {
   }
 
   #terminate(outcome: Outcome, summary: GenerationSummary): string {
-    const closing = this.#close(lastItemStatus(outcome));
+    const status = lastItemStatus(outcome);
+    const closing = this.#close(status) + this.#releaseHeld(status);
     this.#ended = true;
     const response = finishedResponse({
       info: this.#info,
@@ -145,7 +156,7 @@ class ResponsesStreamEncoder implements StreamEncoder {
     if (current && current.kind !== 'function_call' && current.kind === kind) {
       open = current;
     } else {
-      frames = this.#close('completed');
+      frames = this.#close('completed') + this.#releaseHeld('completed');
       const opened = this.#openText(kind);
       frames += opened.frames;
       open = opened.item;
@@ -190,21 +201,41 @@ class ResponsesStreamEncoder implements StreamEncoder {
 
   #callStart(index: number, callId: string, name: string): string {
     if (this.#calls.has(index)) return '';
-    let frames = this.#close('completed');
-    const id = this.#ids.functionCall(index);
     const item: FunctionCallItem = {
       type: 'function_call',
-      id,
+      id: this.#ids.functionCall(index),
       call_id: callId,
       name,
       arguments: '',
       status: 'in_progress',
     };
     this.#calls.set(index, item);
+    if (this.#open?.kind === 'function_call') {
+      this.#held.push({ index, item, ended: false });
+      return '';
+    }
+    return this.#close('completed') + this.#openCall(index, item);
+  }
+
+  #openCall(index: number, item: FunctionCallItem): string {
     const outputIndex = this.#output.length;
-    this.#open = { kind: 'function_call', idJson: JSON.stringify(id), outputIndex, index, item };
-    frames += this.#event('response.output_item.added', { output_index: outputIndex, item });
-    return frames;
+    const open: OpenCall = {
+      kind: 'function_call',
+      idJson: JSON.stringify(item.id),
+      outputIndex,
+      index,
+      item,
+    };
+    this.#open = open;
+    const added = this.#event('response.output_item.added', {
+      output_index: outputIndex,
+      item: { ...item, arguments: '' },
+    });
+    return item.arguments ? added + this.#argumentsDelta(open, item.arguments) : added;
+  }
+
+  #argumentsDelta(open: OpenCall, delta: string): string {
+    return `data: {"type":"response.function_call_arguments.delta","sequence_number":${this.#sequence++},"item_id":${open.idJson},"output_index":${open.outputIndex},"delta":${JSON.stringify(delta)}}\n\n`;
   }
 
   #callDelta(index: number, delta: string): string {
@@ -212,13 +243,39 @@ class ResponsesStreamEncoder implements StreamEncoder {
     if (open?.kind === 'function_call' && open.index === index) {
       if (!delta) return '';
       open.item.arguments += delta;
-      return `data: {"type":"response.function_call_arguments.delta","sequence_number":${this.#sequence++},"item_id":${open.idJson},"output_index":${open.outputIndex},"delta":${JSON.stringify(delta)}}\n\n`;
+      return this.#argumentsDelta(open, delta);
     }
-    // A delta for a call already closed (another item started since): its events are written, so
-    // the arguments only complete the final response.
-    const closed = this.#calls.get(index);
-    if (closed) closed.arguments += delta;
+    // A call held back collects its arguments until it opens. One already closed (text started
+    // since): its events are written, so the arguments only complete the final response.
+    const call = this.#calls.get(index);
+    if (call) call.arguments += delta;
     return '';
+  }
+
+  /** Ends a call: the open one closes, and the calls held behind it open in turn. */
+  #callEnd(index: number): string {
+    const open = this.#open;
+    if (open?.kind === 'function_call' && open.index === index) {
+      let frames = this.#close('completed');
+      while (this.#held.length > 0) {
+        const next = this.#held.shift() as HeldCall;
+        frames += this.#openCall(next.index, next.item);
+        if (!next.ended) break;
+        frames += this.#close('completed');
+      }
+      return frames;
+    }
+    const held = this.#held.find((entry) => entry.index === index);
+    if (held) held.ended = true;
+    return '';
+  }
+
+  /** Opens and closes every call still held back: text started, or the response ended. */
+  #releaseHeld(status: ItemStatus): string {
+    let frames = '';
+    for (const next of this.#held.splice(0))
+      frames += this.#openCall(next.index, next.item) + this.#close(status);
+    return frames;
   }
 
   /** Closes the open item with its done events and moves it to the output. */
