@@ -11,6 +11,8 @@ export type StreamPart =
   | { type: 'response-metadata'; id?: string; model?: string }
   | { type: 'text-delta'; delta: string }
   | { type: 'reasoning-delta'; delta: string }
+  /** The model declining to answer (OpenAI's `refusal`), as text of its own. */
+  | { type: 'refusal-delta'; delta: string }
   | { type: 'tool-call-start'; index: number; callId: string; name: string }
   | { type: 'tool-call-delta'; index: number; argumentsDelta: string }
   | { type: 'tool-call-end'; index: number }
@@ -25,6 +27,8 @@ export interface GenerationResult {
   model: string | null;
   text: string;
   reasoning: string;
+  /** The model's refusal (OpenAI's `refusal`), when it declined; absent or '' otherwise. */
+  refusal?: string;
   toolCalls: Array<{ callId: string; name: string; arguments: string }>;
   usage: Usage;
   finishReason: FinishReason;

@@ -241,10 +241,14 @@ const contextOf = (candidate: Candidate): number =>
 const resultChars = (result: GenerationResult): number =>
   result.text.length +
   result.reasoning.length +
+  (result.refusal?.length ?? 0) +
   result.toolCalls.reduce((sum, call) => sum + call.name.length + call.arguments.length, 0);
 
 const isOutput = (part: StreamPart): boolean =>
-  part.type === 'text-delta' || part.type === 'reasoning-delta' || part.type === 'tool-call-start';
+  part.type === 'text-delta' ||
+  part.type === 'reasoning-delta' ||
+  part.type === 'refusal-delta' ||
+  part.type === 'tool-call-start';
 
 /**
  * Upstream statuses that say the provider refused this gateway (its credential, its billing, its
@@ -939,7 +943,7 @@ export function createGenerationService(options: {
             generationMs: elapsed,
           },
           {
-            text: result.text,
+            text: result.text + (result.refusal ?? ''),
             toolCalls: result.toolCalls.map((call) => ({
               id: call.callId,
               name: call.name,
@@ -1100,6 +1104,11 @@ export function createGenerationService(options: {
             return true;
           case 'reasoning-delta':
             outputChars += part.delta.length;
+            return true;
+          case 'refusal-delta':
+            // What the model said, if only to decline: observability destinations see it as output.
+            outputChars += part.delta.length;
+            collector?.text(part.delta);
             return true;
           case 'tool-call-start':
             collector?.toolCallStart(part.index, part.callId, part.name);

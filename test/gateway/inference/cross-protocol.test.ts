@@ -218,4 +218,161 @@ describe('cross-protocol translation through the whole gateway', () => {
     assert.equal(record.body.data.upstream_id, 'resp_up_1');
     assert.equal(record.body.data.tokens_prompt, 8);
   });
+  it('carries a refusal from OpenAI chat and Responses upstreams to every surface, streamed and not', async () => {
+    const REFUSAL = "I'm sorry, I can't help with that.";
+    const halves = [REFUSAL.slice(0, 10), REFUSAL.slice(10)];
+    const sse = (response: import('node:http').ServerResponse, events: unknown[]) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      for (const event of events) response.write(`data: ${JSON.stringify(event)}\n\n`);
+      response.end('data: [DONE]\n\n');
+    };
+    const chunk = (delta: Record<string, unknown>, finish: string | null = null) => ({
+      id: 'chatcmpl-refused',
+      object: 'chat.completion.chunk',
+      created: 1_780_000_000,
+      model: 'gpt-4o-mini',
+      choices: [{ index: 0, delta, finish_reason: finish }],
+    });
+    openai.handle((request, response) => {
+      const body = request.body as { stream?: boolean };
+      if (request.url === '/v1/chat/completions') {
+        if (body.stream) {
+          sse(response, [
+            chunk({ role: 'assistant', content: null, refusal: halves[0] }),
+            chunk({ refusal: halves[1] }),
+            chunk({}, 'stop'),
+            {
+              ...chunk({}),
+              choices: [],
+              usage: { prompt_tokens: 9, completion_tokens: 8, total_tokens: 17 },
+            },
+          ]);
+          return;
+        }
+        response.writeHead(200, { 'content-type': 'application/json' }).end(
+          JSON.stringify({
+            id: 'chatcmpl-refused',
+            object: 'chat.completion',
+            created: 1_780_000_000,
+            model: 'gpt-4o-mini',
+            choices: [
+              {
+                index: 0,
+                message: { role: 'assistant', content: null, refusal: REFUSAL },
+                finish_reason: 'stop',
+              },
+            ],
+            usage: { prompt_tokens: 9, completion_tokens: 8, total_tokens: 17 },
+          }),
+        );
+        return;
+      }
+      // The Responses API.
+      const item = {
+        type: 'message',
+        id: 'msg_up',
+        role: 'assistant',
+        status: 'completed',
+        content: [{ type: 'refusal', refusal: REFUSAL }],
+      };
+      const whole = {
+        id: 'resp_refused',
+        object: 'response',
+        status: 'completed',
+        model: 'gpt-4.1-mini',
+        output: [item],
+        usage: { input_tokens: 9, output_tokens: 8, total_tokens: 17 },
+      };
+      if (!body.stream) {
+        response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(whole));
+        return;
+      }
+      sse(response, [
+        {
+          type: 'response.created',
+          sequence_number: 0,
+          response: { ...whole, status: 'in_progress', output: [] },
+        },
+        {
+          type: 'response.output_item.added',
+          sequence_number: 1,
+          output_index: 0,
+          item: { ...item, status: 'in_progress', content: [] },
+        },
+        {
+          type: 'response.content_part.added',
+          sequence_number: 2,
+          item_id: 'msg_up',
+          output_index: 0,
+          content_index: 0,
+          part: { type: 'refusal', refusal: '' },
+        },
+        ...halves.map((delta, index) => ({
+          type: 'response.refusal.delta',
+          sequence_number: 3 + index,
+          item_id: 'msg_up',
+          output_index: 0,
+          content_index: 0,
+          delta,
+        })),
+        { type: 'response.completed', sequence_number: 5, response: whole },
+      ]);
+    });
+    const call = (path: string, body: Record<string, unknown>) =>
+      gateway.request('POST', `/api/v1${path}`, { key, body });
+    const dataFrames = (text: string) =>
+      text
+        .split('\n\n')
+        .filter((frame) => frame.startsWith('data: {'))
+        .map((frame) => JSON.parse(frame.slice('data: '.length)));
+    const messages = [{ role: 'user', content: 'Something you refuse' }];
+
+    for (const model of ['openai/gpt-4o-mini', 'openai/gpt-4.1-mini']) {
+      // Chat completions: message.refusal, content null; streamed as delta.refusal.
+      const chat = await call('/chat/completions', { model, messages });
+      assert.equal(chat.status, 200, chat.text);
+      assert.equal(chat.body.choices[0].message.refusal, REFUSAL, model);
+      assert.equal(chat.body.choices[0].message.content, null);
+      const chatStream = await call('/chat/completions', { model, messages, stream: true });
+      assert.equal(chatStream.status, 200, chatStream.text);
+      const refused = dataFrames(chatStream.text)
+        .flatMap((frame) => frame.choices ?? [])
+        .map((choice: { delta: { refusal?: string } }) => choice.delta.refusal ?? '')
+        .join('');
+      assert.equal(refused, REFUSAL, model);
+
+      // Responses: a message item whose content is a refusal part; streamed as response.refusal.*.
+      const responses = await call('/responses', { model, input: 'Something you refuse' });
+      assert.equal(responses.status, 200, responses.text);
+      assert.deepEqual(
+        responses.body.output.map((entry: { content: unknown }) => entry.content),
+        [[{ type: 'refusal', refusal: REFUSAL }]],
+      );
+      assert.equal(responses.body.output_text, '');
+      const responsesStream = await call('/responses', {
+        model,
+        input: 'Something you refuse',
+        stream: true,
+      });
+      const events = dataFrames(responsesStream.text);
+      assert.deepEqual(
+        events.map((event) => event.sequence_number),
+        events.map((_, index) => index),
+      );
+      assert.equal(
+        events
+          .filter((event) => event.type === 'response.refusal.delta')
+          .map((event) => event.delta)
+          .join(''),
+        REFUSAL,
+      );
+      assert.equal(events.find((event) => event.type === 'response.refusal.done')?.refusal, REFUSAL);
+      assert.deepEqual(events.at(-1).response.output[0].content, [{ type: 'refusal', refusal: REFUSAL }]);
+
+      // Messages has no refusal block: the refusal is the answer's text.
+      const anthropicStyle = await call('/messages', { model, max_tokens: 100, messages });
+      assert.equal(anthropicStyle.status, 200, anthropicStyle.text);
+      assert.deepEqual(anthropicStyle.body.content, [{ type: 'text', text: REFUSAL }]);
+    }
+  });
 });

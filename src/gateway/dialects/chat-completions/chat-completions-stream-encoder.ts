@@ -54,6 +54,8 @@ export function createChatCompletionsStreamEncoder(
           return part.delta === '' || !reasoningShown
             ? ''
             : `${deltaHead}"reasoning":${JSON.stringify(part.delta)}${deltaTail}`;
+        case 'refusal-delta':
+          return part.delta === '' ? '' : `${deltaHead}"refusal":${JSON.stringify(part.delta)}${deltaTail}`;
         case 'tool-call-start':
           return `${deltaHead}"tool_calls":[{"index":${part.index},"id":${JSON.stringify(part.callId)},"type":"function","function":{"name":${JSON.stringify(part.name)},"arguments":""}}]${deltaTail}`;
         case 'tool-call-delta':

@@ -33,9 +33,9 @@ export function renderChatCompletion(
   }));
   const message = {
     role: 'assistant' as const,
-    // OpenAI clients expect null, not "", when the turn is only tool calls.
-    content: result.text === '' && toolCalls.length > 0 ? null : result.text,
-    refusal: null,
+    // OpenAI clients expect null, not "", when the turn is only tool calls or a refusal.
+    content: result.text === '' && (toolCalls.length > 0 || result.refusal) ? null : result.text,
+    refusal: result.refusal ? result.refusal : null,
     reasoning: result.reasoning !== '' && showsReasoning(body) ? result.reasoning : null,
     ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
   };

@@ -20,6 +20,7 @@ type OpenBlock =
 /** Parts that write into content blocks; the rest (usage, finish, metadata, error) never wait. */
 const isContent = (part: StreamPart) =>
   part.type === 'text-delta' ||
+  part.type === 'refusal-delta' ||
   part.type === 'reasoning-delta' ||
   part.type === 'tool-call-start' ||
   part.type === 'tool-call-delta' ||
@@ -66,7 +67,9 @@ export function createMessagesStreamEncoder(body: MessagesBody, info: Generation
   /** Writes one part, assuming no open tool call is waiting for it to be held back. */
   const apply = (part: StreamPart): string => {
     switch (part.type) {
+      // Anthropic has no refusal block: a refusal is what the model said, as text.
       case 'text-delta':
+      case 'refusal-delta':
         if (part.delta === '') return '';
         return (
           (open?.kind === 'text' ? '' : openBlock({ kind: 'text' }, { type: 'text', text: '' })) +

@@ -56,6 +56,8 @@ export function renderMessagesResult(
   const content: MessagesResultBlock[] = [];
   if (result.reasoning !== '') content.push({ type: 'thinking', thinking: result.reasoning, signature: '' });
   if (result.text !== '') content.push({ type: 'text', text: result.text });
+  // Anthropic has no refusal block: a refusal is what the model said, as text.
+  if (result.refusal) content.push({ type: 'text', text: result.refusal });
   for (const call of result.toolCalls) {
     content.push({ type: 'tool_use', id: call.callId, name: call.name, input: toolInput(call.arguments) });
   }

@@ -34,13 +34,16 @@ export function renderResponsesResult(
       content: [{ type: 'reasoning_text', text: result.reasoning }],
     });
   }
-  if (result.text) {
+  if (result.text || result.refusal) {
     output.push({
       type: 'message',
       id: ids.message(0),
       role: 'assistant',
       status: 'completed',
-      content: [{ type: 'output_text', text: result.text, annotations: [] }],
+      content: [
+        ...(result.text ? [{ type: 'output_text' as const, text: result.text, annotations: [] }] : []),
+        ...(result.refusal ? [{ type: 'refusal' as const, refusal: result.refusal }] : []),
+      ],
     });
   }
   result.toolCalls.forEach((call, index) => {

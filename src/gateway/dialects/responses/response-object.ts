@@ -16,12 +16,18 @@ export interface OutputTextPart {
   annotations: unknown[];
 }
 
+/** The model declining to answer (OpenAI's `refusal` content). */
+export interface RefusalPart {
+  type: 'refusal';
+  refusal: string;
+}
+
 export interface MessageItem {
   type: 'message';
   id: string;
   role: 'assistant';
   status: ItemStatus;
-  content: OutputTextPart[];
+  content: Array<OutputTextPart | RefusalPart>;
 }
 
 /** Reasoning travels as `reasoning_text` content (raw reasoning); `summary` stays empty. */

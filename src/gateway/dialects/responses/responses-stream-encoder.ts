@@ -38,7 +38,8 @@ export function createResponsesStreamEncoder(body: ResponsesBody, info: Generati
 }
 
 interface OpenText {
-  kind: 'message' | 'reasoning';
+  /** A `refusal` is a message item whose content is a refusal part (`response.refusal.*` events). */
+  kind: 'message' | 'reasoning' | 'refusal';
   id: string;
   /** The id as JSON, spliced into every delta frame. */
   idJson: string;
@@ -101,6 +102,8 @@ class ResponsesStreamEncoder implements StreamEncoder {
         return part.delta ? this.#textDelta('message', part.delta) : '';
       case 'reasoning-delta':
         return part.delta ? this.#textDelta('reasoning', part.delta) : '';
+      case 'refusal-delta':
+        return part.delta ? this.#textDelta('refusal', part.delta) : '';
       case 'tool-call-start':
         return this.#callStart(part.index, part.callId, part.name);
       case 'tool-call-delta':
@@ -166,12 +169,14 @@ class ResponsesStreamEncoder implements StreamEncoder {
       this.#outputText += delta;
       return `${frames}data: {"type":"response.output_text.delta","sequence_number":${this.#sequence++},"item_id":${open.idJson},"output_index":${open.outputIndex},"content_index":0,"delta":${JSON.stringify(delta)},"logprobs":[]}\n\n`;
     }
+    if (kind === 'refusal')
+      return `${frames}data: {"type":"response.refusal.delta","sequence_number":${this.#sequence++},"item_id":${open.idJson},"output_index":${open.outputIndex},"content_index":0,"delta":${JSON.stringify(delta)}}\n\n`;
     return `${frames}data: {"type":"response.reasoning_text.delta","sequence_number":${this.#sequence++},"item_id":${open.idJson},"output_index":${open.outputIndex},"content_index":0,"delta":${JSON.stringify(delta)}}\n\n`;
   }
 
   #openText(kind: OpenText['kind']): { item: OpenText; frames: string } {
     const id =
-      kind === 'message' ? this.#ids.message(this.#messages++) : this.#ids.reasoning(this.#reasonings++);
+      kind === 'reasoning' ? this.#ids.reasoning(this.#reasonings++) : this.#ids.message(this.#messages++);
     const item: OpenText = {
       kind,
       id,
@@ -181,13 +186,15 @@ class ResponsesStreamEncoder implements StreamEncoder {
     };
     this.#open = item;
     const added: MessageItem | ReasoningItem =
-      kind === 'message'
-        ? { type: 'message', id, role: 'assistant', status: 'in_progress', content: [] }
-        : { type: 'reasoning', id, status: 'in_progress', summary: [], content: [] };
+      kind === 'reasoning'
+        ? { type: 'reasoning', id, status: 'in_progress', summary: [], content: [] }
+        : { type: 'message', id, role: 'assistant', status: 'in_progress', content: [] };
     const part =
       kind === 'message'
         ? { type: 'output_text', text: '', annotations: [] }
-        : { type: 'reasoning_text', text: '' };
+        : kind === 'refusal'
+          ? { type: 'refusal', refusal: '' }
+          : { type: 'reasoning_text', text: '' };
     const frames =
       this.#event('response.output_item.added', { output_index: item.outputIndex, item: added }) +
       this.#event('response.content_part.added', {
@@ -300,7 +307,23 @@ class ResponsesStreamEncoder implements StreamEncoder {
     const { id, text } = open;
     let frames: string;
     let item: OutputItem;
-    if (open.kind === 'message') {
+    if (open.kind === 'refusal') {
+      const part = { type: 'refusal' as const, refusal: text };
+      item = { type: 'message', id, role: 'assistant', status, content: [part] };
+      frames =
+        this.#event('response.refusal.done', {
+          item_id: id,
+          output_index: outputIndex,
+          content_index: 0,
+          refusal: text,
+        }) +
+        this.#event('response.content_part.done', {
+          item_id: id,
+          output_index: outputIndex,
+          content_index: 0,
+          part,
+        });
+    } else if (open.kind === 'message') {
       const part = { type: 'output_text' as const, text, annotations: [] };
       item = { type: 'message', id, role: 'assistant', status, content: [part] };
       frames =

@@ -58,6 +58,7 @@ export function createOpenAiChatAdapter(
         model: identity.model ?? null,
         text: choice.content ?? '',
         reasoning: choice.reasoning ?? '',
+        ...(choice.refusal ? { refusal: choice.refusal } : {}),
         toolCalls: choice.toolCalls.map((toolCall, position) => ({
           callId: toolCall.id ?? `call_${position}`,
           name: toolCall.name ?? '',
@@ -136,6 +137,10 @@ export function createOpenAiChatAdapter(
           if (choice.content) {
             guard.output();
             yield { type: 'text-delta', delta: choice.content };
+          }
+          if (choice.refusal) {
+            guard.output();
+            yield { type: 'refusal-delta', delta: choice.refusal };
           }
           for (const toolCall of choice.toolCalls) {
             guard.output();

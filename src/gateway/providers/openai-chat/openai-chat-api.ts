@@ -36,6 +36,7 @@ export interface OpenAiToolCallDelta {
 export interface OpenAiChoiceView {
   content?: string;
   reasoning?: string;
+  refusal?: string;
   toolCalls: OpenAiToolCallDelta[];
   finishReason?: string;
 }
@@ -76,6 +77,8 @@ export function readOpenAiChoice(reply: unknown, field: 'message' | 'delta'): Op
   if (content !== undefined) view.content = content;
   const reasoning = asString(body.reasoning_content) ?? asString(body.reasoning);
   if (reasoning !== undefined) view.reasoning = reasoning;
+  const refusal = asString(body.refusal);
+  if (refusal !== undefined) view.refusal = refusal;
   const finish = asString(choice.finish_reason);
   if (finish !== undefined) view.finishReason = finish;
   return view;

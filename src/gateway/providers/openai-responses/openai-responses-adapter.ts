@@ -87,8 +87,10 @@ export function createOpenAiResponsesAdapter(options: { http: UpstreamHttp }): P
         nativeFinishReason: null,
       };
       for (const item of reply.output) {
-        if (item.type === 'message') result.text += item.text;
-        else if (item.type === 'reasoning') reasoning.push(...item.texts);
+        if (item.type === 'message') {
+          result.text += item.text;
+          if (item.refusal) result.refusal = (result.refusal ?? '') + item.refusal;
+        } else if (item.type === 'reasoning') reasoning.push(...item.texts);
         else if (item.type === 'function_call') {
           result.toolCalls.push({
             callId: item.callId || `call_${result.toolCalls.length}`,
@@ -151,6 +153,10 @@ export function createOpenAiResponsesAdapter(options: { http: UpstreamHttp }): P
             if (!event.delta) continue;
             guard.output();
             yield { type: 'text-delta', delta: event.delta };
+          } else if (event.type === 'response.refusal.delta') {
+            if (!event.delta) continue;
+            guard.output();
+            yield { type: 'refusal-delta', delta: event.delta };
           } else if (
             event.type === 'response.reasoning_summary_text.delta' ||
             event.type === 'response.reasoning_text.delta'

@@ -70,7 +70,7 @@ export function statusForOpenAiResponsesError(code: string | null): number {
 
 export type OpenAiResponsesOutputItemView =
   /** An assistant message: its `output_text` parts, joined. */
-  | { type: 'message'; text: string }
+  | { type: 'message'; text: string; refusal: string }
   /** Reasoning: the summary texts, or the raw reasoning texts when a model sends those instead. */
   | { type: 'reasoning'; texts: string[] }
   | { type: 'function_call'; id?: string; callId: string; name: string; arguments: string }
@@ -86,11 +86,25 @@ function textsOf(parts: unknown, partType: string): string[] {
   });
 }
 
+/** The `refusal` parts of a message's content (their text is in `refusal`, not `text`). */
+function refusalsOf(parts: unknown): string[] {
+  if (!Array.isArray(parts)) return [];
+  return parts.flatMap((value) => {
+    const part = asRecord(value);
+    const refusal = asString(part?.refusal);
+    return part?.type === 'refusal' && refusal !== undefined ? [refusal] : [];
+  });
+}
+
 export function readOpenAiResponsesOutputItem(value: unknown): OpenAiResponsesOutputItemView {
   const item = asRecord(value) ?? {};
   switch (item.type) {
     case 'message':
-      return { type: 'message', text: textsOf(item.content, 'output_text').join('') };
+      return {
+        type: 'message',
+        text: textsOf(item.content, 'output_text').join(''),
+        refusal: refusalsOf(item.content).join(''),
+      };
     case 'reasoning': {
       const summary = textsOf(item.summary, 'summary_text');
       return {
@@ -160,6 +174,7 @@ export type OpenAiResponsesStreamEvent =
       item: OpenAiResponsesOutputItemView;
     }
   | { type: 'response.output_text.delta'; delta: string }
+  | { type: 'response.refusal.delta'; delta: string }
   | {
       type: 'response.reasoning_summary_text.delta' | 'response.reasoning_text.delta';
       /** Which reasoning text the delta extends: its item and summary (or content) index. */
@@ -194,6 +209,8 @@ export function readOpenAiResponsesStreamEvent(data: unknown): OpenAiResponsesSt
     }
     case 'response.output_text.delta':
       return { type: 'response.output_text.delta', delta };
+    case 'response.refusal.delta':
+      return { type: 'response.refusal.delta', delta };
     case 'response.reasoning_summary_text.delta':
     case 'response.reasoning_text.delta': {
       const part = event.type === 'response.reasoning_text.delta' ? event.content_index : event.summary_index;
