@@ -13,11 +13,33 @@ export type ContentPart =
   /** Base64 audio with its container format (wav, mp3…). */
   | { type: 'audio'; data: string; format: string };
 
+/**
+ * Reasoning an earlier assistant turn carried, kept for the provider that made it: Anthropic wants a
+ * turn's thinking blocks back, unchanged and with their signatures, when that turn called tools
+ * with extended thinking on. `redactedData` is a redacted_thinking block's opaque data.
+ */
+export interface ReasoningBlock {
+  text: string;
+  signature?: string;
+  redactedData?: string;
+}
+
 export type InputItem =
-  /** A conversation turn. System and developer turns carry instructions. */
-  | { type: 'message'; role: 'system' | 'developer' | 'user' | 'assistant'; content: ContentPart[] }
-  /** A function call the model made in an earlier turn. `arguments` is JSON text as the model wrote it. */
-  | { type: 'function-call'; callId: string; name: string; arguments: string }
+  /**
+   * A conversation turn. System and developer turns carry instructions. `reasoning`: the assistant's
+   * reasoning that came before this content in its turn (adapters that cannot send it back drop it).
+   */
+  | {
+      type: 'message';
+      role: 'system' | 'developer' | 'user' | 'assistant';
+      content: ContentPart[];
+      reasoning?: ReasoningBlock[];
+    }
+  /**
+   * A function call the model made in an earlier turn. `arguments` is JSON text as the model wrote
+   * it; `reasoning`, the reasoning that came before the call in its turn.
+   */
+  | { type: 'function-call'; callId: string; name: string; arguments: string; reasoning?: ReasoningBlock[] }
   /** The caller's answer to a function call. */
   | { type: 'function-call-output'; callId: string; output: string };
 

@@ -1,4 +1,5 @@
 import type { FinishReason } from './finish-reason.js';
+import type { ReasoningBlock } from './generation-request.js';
 import type { UpstreamError } from './upstream-error.js';
 import type { Usage } from './usage.js';
 
@@ -13,6 +14,10 @@ export type StreamPart =
   | { type: 'reasoning-delta'; delta: string }
   /** The model declining to answer (OpenAI's `refusal`), as text of its own. */
   | { type: 'refusal-delta'; delta: string }
+  /** The signature that closes the reasoning streamed since the last one (Anthropic's signature_delta). */
+  | { type: 'reasoning-signature'; signature: string }
+  /** A reasoning block the provider sent encrypted (Anthropic's redacted_thinking), to be sent back as is. */
+  | { type: 'reasoning-redacted'; data: string }
   | { type: 'tool-call-start'; index: number; callId: string; name: string }
   | { type: 'tool-call-delta'; index: number; argumentsDelta: string }
   | { type: 'tool-call-end'; index: number }
@@ -29,6 +34,11 @@ export interface GenerationResult {
   reasoning: string;
   /** The model's refusal (OpenAI's `refusal`), when it declined; absent or '' otherwise. */
   refusal?: string;
+  /**
+   * The reasoning as the provider's blocks, with their signatures, when it signs them (Anthropic);
+   * `reasoning` is their text joined. A client sends them back with the turn's tool calls.
+   */
+  reasoningBlocks?: ReasoningBlock[];
   toolCalls: Array<{ callId: string; name: string; arguments: string }>;
   usage: Usage;
   finishReason: FinishReason;

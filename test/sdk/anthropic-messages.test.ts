@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
+import { startFakeUpstream } from '../helpers/fake-upstream.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
 
 const SENTENCE = 'The quick brown fox jumps over the lazy dog.';
@@ -315,5 +316,132 @@ describe('@anthropic-ai/sdk: the gateway rate limit', () => {
     assert.ok(error instanceof Anthropic.RateLimitError, error.constructor.name);
     assert.equal(error.type, 'rate_limit_error', JSON.stringify(error.error));
     assert.ok(Number(error.headers?.get('retry-after')) >= 1);
+  });
+});
+
+describe('@anthropic-ai/sdk: extended thinking with tools, through an Anthropic upstream', () => {
+  let gateway: TestApp;
+  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let client: Anthropic;
+  const SIGNATURE = 'EqQBCgIYAhIMsignature-of-turn-one';
+  const REDACTED = 'EmwKAhgBEgy3va3p-redacted';
+  before(async () => {
+    upstream = await startFakeUpstream();
+    gateway = await startTestApp({
+      config: {
+        credits: { initial: 10 },
+        providers: { anthropic: { api_key: 'sk-ant-test', base_url: `${upstream.url}/v1` } },
+      },
+    });
+    const created = await gateway.request('POST', '/api/v1/keys', { body: { name: 'sdk' } });
+    assert.equal(created.status, 200, created.text);
+    client = new Anthropic({ baseURL: `${gateway.url}/api`, apiKey: created.body.key, maxRetries: 0 });
+  });
+  after(async () => {
+    await gateway.close();
+    await upstream.close();
+  });
+
+  it('the second turn sends the first turn’s thinking back, signature and redacted block unchanged', async () => {
+    upstream.handle((request, response) => {
+      const body = request.body as {
+        messages: Array<{ role: string; content: Array<Record<string, unknown>> }>;
+      };
+      const last = body.messages.at(-1);
+      const isToolResultTurn = last?.content.some?.((block) => block.type === 'tool_result');
+      if (isToolResultTurn) {
+        // As Anthropic does with thinking on: the assistant turn that called the tool must start
+        // with its thinking blocks, unchanged.
+        const assistant = body.messages.at(-2);
+        const first = assistant?.content[0];
+        if (first?.type !== 'thinking' || first.signature !== SIGNATURE) {
+          response.writeHead(400, { 'content-type': 'application/json' }).end(
+            JSON.stringify({
+              type: 'error',
+              error: {
+                type: 'invalid_request_error',
+                message:
+                  'messages.1.content.0.type: Expected `thinking` or `redacted_thinking`, but found `tool_use`. When `thinking` is enabled, a final `assistant` message must start with a thinking block.',
+              },
+            }),
+          );
+          return;
+        }
+        assert.deepEqual(assistant?.content[1], { type: 'redacted_thinking', data: REDACTED });
+        response.writeHead(200, { 'content-type': 'application/json' }).end(
+          JSON.stringify({
+            id: 'msg_turn_2',
+            type: 'message',
+            role: 'assistant',
+            model: 'claude-sonnet-4-5-20250929',
+            content: [{ type: 'text', text: 'It is sunny in Paris.' }],
+            stop_reason: 'end_turn',
+            stop_sequence: null,
+            usage: { input_tokens: 80, output_tokens: 8 },
+          }),
+        );
+        return;
+      }
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      const send = (type: string, data: Record<string, unknown>) =>
+        response.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
+      send('message_start', {
+        message: {
+          id: 'msg_turn_1',
+          type: 'message',
+          role: 'assistant',
+          model: 'claude-sonnet-4-5-20250929',
+          content: [],
+          stop_reason: null,
+          usage: { input_tokens: 40, output_tokens: 1 },
+        },
+      });
+      send('content_block_start', { index: 0, content_block: { type: 'thinking', thinking: '' } });
+      send('content_block_delta', { index: 0, delta: { type: 'thinking_delta', thinking: 'Paris: call ' } });
+      send('content_block_delta', { index: 0, delta: { type: 'thinking_delta', thinking: 'the tool.' } });
+      send('content_block_delta', { index: 0, delta: { type: 'signature_delta', signature: SIGNATURE } });
+      send('content_block_stop', { index: 0 });
+      send('content_block_start', { index: 1, content_block: { type: 'redacted_thinking', data: REDACTED } });
+      send('content_block_stop', { index: 1 });
+      send('content_block_start', {
+        index: 2,
+        content_block: { type: 'tool_use', id: 'toolu_paris', name: 'get_weather', input: {} },
+      });
+      send('content_block_delta', {
+        index: 2,
+        delta: { type: 'input_json_delta', partial_json: '{"city":"Paris"}' },
+      });
+      send('content_block_stop', { index: 2 });
+      send('message_delta', { delta: { stop_reason: 'tool_use' }, usage: { output_tokens: 30 } });
+      send('message_stop', {});
+      response.end();
+    });
+    const params = {
+      model: 'anthropic/claude-sonnet-4.5',
+      max_tokens: 4096,
+      thinking: { type: 'enabled' as const, budget_tokens: 2048 },
+      tools: [weatherTool],
+      messages: [{ role: 'user' as const, content: 'Weather in Paris?' }],
+    };
+    const first = await client.messages.stream(params).finalMessage();
+    assert.deepEqual(
+      first.content.map((block) => block.type),
+      ['thinking', 'redacted_thinking', 'tool_use'],
+    );
+    const thinking = first.content[0] as Anthropic.ThinkingBlock;
+    assert.equal(thinking.thinking, 'Paris: call the tool.');
+    assert.equal(thinking.signature, SIGNATURE);
+    assert.equal((first.content[1] as Anthropic.RedactedThinkingBlock).data, REDACTED);
+    const call = first.content[2] as Anthropic.ToolUseBlock;
+    const second = await client.messages.create({
+      ...params,
+      messages: [
+        ...params.messages,
+        { role: 'assistant', content: first.content },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: call.id, content: 'sunny' }] },
+      ],
+    });
+    assert.equal(second.content.length, 1);
+    assert.equal((second.content[0] as Anthropic.TextBlock).text, 'It is sunny in Paris.');
   });
 });

@@ -136,6 +136,12 @@ function promptSize(request: Omit<GenerationRequest, 'model'>): { bytes: number;
   let bytes = Buffer.byteLength(request.instructions ?? '') + 16;
   let hasMedia = false;
   for (const item of request.input) {
+    // Earlier reasoning sent back (Anthropic's thinking blocks) is prompt too; redacted data is
+    // encrypted thinking of at most its own length.
+    if (item.type !== 'function-call-output' && item.reasoning) {
+      for (const block of item.reasoning)
+        bytes += Buffer.byteLength(block.text) + (block.redactedData?.length ?? 0) + 8;
+    }
     if (item.type === 'message') {
       for (const part of item.content) {
         if (part.type === 'text') bytes += Buffer.byteLength(part.text) + 4;

@@ -125,7 +125,7 @@ describe('messages dialect: parsing a request', () => {
     ]);
   });
 
-  it('splits tool use and tool results out of turns, in order, and drops echoed thinking', () => {
+  it('splits tool use and tool results out of turns, in order, thinking kept with what follows it', () => {
     const parsed = parse({
       ...base,
       messages: [
@@ -162,7 +162,16 @@ describe('messages dialect: parsing a request', () => {
     });
     assert.deepEqual(parsed.generation.input, [
       { type: 'message', role: 'user', content: [{ type: 'text', text: 'Weather in Paris and Rome?' }] },
-      { type: 'message', role: 'assistant', content: [{ type: 'text', text: 'Checking both.' }] },
+      {
+        type: 'message',
+        role: 'assistant',
+        content: [{ type: 'text', text: 'Checking both.' }],
+        // Signatures and redacted data unchanged: Anthropic checks them when they come back.
+        reasoning: [
+          { text: 'Two cities, two calls.', signature: 'EqQBCgIYAhIM' },
+          { text: '', redactedData: 'EmwKAhgBEgy3va3p' },
+        ],
+      },
       { type: 'function-call', callId: 'toolu_01', name: 'get_weather', arguments: '{"city":"Paris"}' },
       {
         type: 'function-call',

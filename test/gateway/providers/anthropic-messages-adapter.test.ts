@@ -207,6 +207,67 @@ describe('Anthropic Messages adapter against a fake upstream', () => {
       },
       finishReason: 'tool-calls',
       nativeFinishReason: 'tool_use',
+      reasoningBlocks: [{ text: 'The user wants Oslo too.', signature: 'EqQBCgIYAhIM' }],
+    });
+  });
+
+  it("sends an earlier turn's signed thinking back before that turn's content, unsigned reasoning left out", async () => {
+    upstream.handle((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          id: 'msg_3',
+          type: 'message',
+          role: 'assistant',
+          model: 'claude-sonnet-4-20250514',
+          content: [{ type: 'text', text: 'Both sunny.' }],
+          stop_reason: 'end_turn',
+          usage: { input_tokens: 30, output_tokens: 3 },
+        }),
+      );
+    });
+    const base = call().request;
+    await adapter.generate(
+      call({
+        request: {
+          ...base,
+          reasoning: { maxTokens: 2048 },
+          maxOutputTokens: 4096,
+          input: [
+            { type: 'message', role: 'user', content: [{ type: 'text', text: 'Paris and Rome?' }] },
+            {
+              type: 'function-call',
+              callId: 'toolu_1',
+              name: 'weather',
+              arguments: '{"city":"Paris"}',
+              reasoning: [
+                { text: 'Two cities.', signature: 'EqQBCgIYAhIM' },
+                { text: '', redactedData: 'EmwKAhgBEgy3va3p' },
+                // Another provider's reasoning has no signature Anthropic would accept.
+                { text: 'unsigned' },
+              ],
+            },
+            {
+              type: 'function-call',
+              callId: 'toolu_2',
+              name: 'weather',
+              arguments: '{"city":"Rome"}',
+            },
+            { type: 'function-call-output', callId: 'toolu_1', output: 'sunny' },
+            { type: 'function-call-output', callId: 'toolu_2', output: 'sunny' },
+          ],
+        },
+      }),
+    );
+    const sent = upstream.requests.at(-1)!.body as any;
+    assert.deepEqual(sent.thinking, { type: 'enabled', budget_tokens: 2048 });
+    assert.deepEqual(sent.messages[1], {
+      role: 'assistant',
+      content: [
+        { type: 'thinking', thinking: 'Two cities.', signature: 'EqQBCgIYAhIM' },
+        { type: 'redacted_thinking', data: 'EmwKAhgBEgy3va3p' },
+        { type: 'tool_use', id: 'toolu_1', name: 'weather', input: { city: 'Paris' } },
+        { type: 'tool_use', id: 'toolu_2', name: 'weather', input: { city: 'Rome' } },
+      ],
     });
   });
 
@@ -322,6 +383,7 @@ describe('Anthropic Messages adapter against a fake upstream', () => {
     assert.deepEqual(parts, [
       { type: 'response-metadata', id: 'msg_01XFDUDYJgAACzvnptvVoYEL', model: 'claude-sonnet-4-20250514' },
       { type: 'reasoning-delta', delta: 'Two cities.' },
+      { type: 'reasoning-signature', signature: 'EqQBCgIYAhIM' },
       { type: 'text-delta', delta: 'Hel' },
       { type: 'text-delta', delta: 'lo' },
       { type: 'tool-call-start', index: 0, callId: 'toolu_01T1x1fJ34qAmk2tNTrN7Up6', name: 'weather' },

@@ -1,4 +1,4 @@
-import type { ContentPart, InputItem } from '../../../spec/generation-request.js';
+import type { ContentPart, InputItem, ReasoningBlock } from '../../../spec/generation-request.js';
 import { invalidParameter } from '../shared/invalid-parameter.js';
 import { isBase64 } from '../shared/request-rules.js';
 import type { MessagesBody, MessagesContentBlock } from './messages-body-schema.js';
@@ -63,8 +63,17 @@ function convertMessage(message: Message, at: string, items: InputItem[]): void 
     return;
   }
   let parts: ContentPart[] = [];
+  // Thinking blocks of an assistant turn travel with the content that follows them, signatures
+  // and all: Anthropic refuses a tool-using turn sent back without them while thinking is on.
+  let reasoning: ReasoningBlock[] = [];
+  const withReasoning = <T extends InputItem>(item: T): T => {
+    if (reasoning.length === 0) return item;
+    const taken = reasoning;
+    reasoning = [];
+    return { ...item, reasoning: taken };
+  };
   const flush = () => {
-    if (parts.length > 0) items.push({ type: 'message', role, content: parts });
+    if (parts.length > 0) items.push(withReasoning({ type: 'message', role, content: parts }));
     parts = [];
   };
   message.content.forEach((block, index) => {
@@ -86,12 +95,14 @@ function convertMessage(message: Message, at: string, items: InputItem[]): void 
           );
         }
         flush();
-        items.push({
-          type: 'function-call',
-          callId: block.id,
-          name: block.name,
-          arguments: JSON.stringify(block.input ?? {}),
-        });
+        items.push(
+          withReasoning({
+            type: 'function-call',
+            callId: block.id,
+            name: block.name,
+            arguments: JSON.stringify(block.input ?? {}),
+          }),
+        );
         break;
       case 'tool_result':
         if (role !== 'user') {
@@ -108,10 +119,22 @@ function convertMessage(message: Message, at: string, items: InputItem[]): void 
         });
         break;
       case 'thinking':
+        if (role !== 'assistant') break;
+        flush();
+        reasoning.push({
+          text: block.thinking,
+          ...(block.signature !== undefined ? { signature: block.signature } : {}),
+        });
+        break;
       case 'redacted_thinking':
+        if (role !== 'assistant') break;
+        flush();
+        reasoning.push({ text: '', redactedData: block.data });
         break;
     }
   });
+  // Reasoning with nothing after it in its turn (Anthropic never ends a turn so) has nothing to
+  // travel with and is dropped, as an empty assistant turn would trouble other providers.
   flush();
 }
 

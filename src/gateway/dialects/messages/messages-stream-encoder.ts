@@ -14,7 +14,9 @@ const frame = (event: { type: string } & Record<string, unknown>) =>
 
 type OpenBlock =
   | { kind: 'text' }
-  | { kind: 'thinking' }
+  /** `signed` once its signature_delta went out: later reasoning is another block. */
+  | { kind: 'thinking'; signed: boolean }
+  | { kind: 'redacted' }
   | { kind: 'tool'; toolIndex: number; ended: boolean };
 
 /** Parts that write into content blocks; the rest (usage, finish, metadata, error) never wait. */
@@ -22,6 +24,8 @@ const isContent = (part: StreamPart) =>
   part.type === 'text-delta' ||
   part.type === 'refusal-delta' ||
   part.type === 'reasoning-delta' ||
+  part.type === 'reasoning-signature' ||
+  part.type === 'reasoning-redacted' ||
   part.type === 'tool-call-start' ||
   part.type === 'tool-call-delta' ||
   part.type === 'tool-call-end';
@@ -78,11 +82,27 @@ export function createMessagesStreamEncoder(body: MessagesBody, info: Generation
       case 'reasoning-delta':
         if (part.delta === '') return '';
         return (
-          (open?.kind === 'thinking'
+          (open?.kind === 'thinking' && !open.signed
             ? ''
-            : openBlock({ kind: 'thinking' }, { type: 'thinking', thinking: '', signature: '' })) +
-          delta({ type: 'thinking_delta', thinking: part.delta })
+            : openBlock(
+                { kind: 'thinking', signed: false },
+                { type: 'thinking', thinking: '', signature: '' },
+              )) + delta({ type: 'thinking_delta', thinking: part.delta })
         );
+      case 'reasoning-signature': {
+        // The signature closes the thinking streamed since the last one; a client sends it back.
+        const opening =
+          open?.kind === 'thinking' && !open.signed
+            ? ''
+            : openBlock(
+                { kind: 'thinking', signed: false },
+                { type: 'thinking', thinking: '', signature: '' },
+              );
+        if (open?.kind === 'thinking') open.signed = true;
+        return opening + delta({ type: 'signature_delta', signature: part.signature });
+      }
+      case 'reasoning-redacted':
+        return openBlock({ kind: 'redacted' }, { type: 'redacted_thinking', data: part.data });
       case 'tool-call-start':
         if (openedTools.has(part.index)) return '';
         openedTools.add(part.index);

@@ -5,8 +5,9 @@ import type { MessagesBody } from './messages-body-schema.js';
 import { type MessagesUsage, messageId, messagesUsage, stopReason } from './messages-wire.js';
 
 export type MessagesResultBlock =
-  /** No signature: the canonical result does not carry one, and Anthropic SDKs accept ''. */
+  /** The provider's signature when it signs its reasoning (Anthropic); '' otherwise, which SDKs accept. */
   | { type: 'thinking'; thinking: string; signature: string }
+  | { type: 'redacted_thinking'; data: string }
   | { type: 'text'; text: string }
   | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> };
 
@@ -54,7 +55,19 @@ export function renderMessagesResult(
   summary: GenerationSummary,
 ): MessagesResult {
   const content: MessagesResultBlock[] = [];
-  if (result.reasoning !== '') content.push({ type: 'thinking', thinking: result.reasoning, signature: '' });
+  if (result.reasoningBlocks) {
+    // The provider's own blocks, signatures included (Anthropic): the client sends them back with
+    // the turn's tool calls, and Anthropic refuses them altered.
+    for (const block of result.reasoningBlocks) {
+      content.push(
+        block.redactedData !== undefined
+          ? { type: 'redacted_thinking', data: block.redactedData }
+          : { type: 'thinking', thinking: block.text, signature: block.signature ?? '' },
+      );
+    }
+  } else if (result.reasoning !== '') {
+    content.push({ type: 'thinking', thinking: result.reasoning, signature: '' });
+  }
   if (result.text !== '') content.push({ type: 'text', text: result.text });
   // Anthropic has no refusal block: a refusal is what the model said, as text.
   if (result.refusal) content.push({ type: 'text', text: result.refusal });

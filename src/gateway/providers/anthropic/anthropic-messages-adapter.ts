@@ -1,3 +1,4 @@
+import type { ReasoningBlock } from '../../../spec/generation-request.js';
 import type { AdapterCall, ProviderAdapter } from '../../../spec/provider-adapter.js';
 import type { GenerationResult, StreamPart } from '../../../spec/stream-part.js';
 import { UpstreamError } from '../../../spec/upstream-error.js';
@@ -87,10 +88,18 @@ export function createAnthropicMessagesAdapter(options: {
         finishReason: mapAnthropicStopReason(message.stopReason),
         nativeFinishReason: message.stopReason ?? null,
       };
+      const reasoningBlocks: ReasoningBlock[] = [];
       for (const block of message.content) {
         if (block.type === 'text') result.text += block.text;
-        else if (block.type === 'thinking') result.reasoning += block.thinking;
-        else if (block.type === 'tool_use') {
+        else if (block.type === 'thinking') {
+          result.reasoning += block.thinking;
+          reasoningBlocks.push({
+            text: block.thinking,
+            ...(block.signature ? { signature: block.signature } : {}),
+          });
+        } else if (block.type === 'redacted_thinking') {
+          reasoningBlocks.push({ text: '', redactedData: block.data });
+        } else if (block.type === 'tool_use') {
           result.toolCalls.push({
             callId: block.id || `call_${result.toolCalls.length}`,
             name: block.name,
@@ -98,6 +107,7 @@ export function createAnthropicMessagesAdapter(options: {
           });
         }
       }
+      if (reasoningBlocks.length > 0) result.reasoningBlocks = reasoningBlocks;
       return result;
     },
 
@@ -149,6 +159,9 @@ export function createAnthropicMessagesAdapter(options: {
             } else if (block.type === 'thinking' && block.thinking) {
               guard.output();
               yield { type: 'reasoning-delta', delta: block.thinking };
+            } else if (block.type === 'redacted_thinking' && block.data) {
+              guard.output();
+              yield { type: 'reasoning-redacted', data: block.data };
             }
           } else if (event.type === 'content_block_delta') {
             const delta = event.delta;
@@ -158,6 +171,8 @@ export function createAnthropicMessagesAdapter(options: {
             } else if (delta.type === 'thinking_delta' && delta.thinking) {
               guard.output();
               yield { type: 'reasoning-delta', delta: delta.thinking };
+            } else if (delta.type === 'signature_delta' && delta.signature) {
+              yield { type: 'reasoning-signature', signature: delta.signature };
             } else if (delta.type === 'input_json_delta' && delta.partialJson) {
               const open = openCalls.get(event.index);
               if (open !== undefined) {

@@ -56,9 +56,10 @@ export function toCanonicalUsage(counts: AnthropicUsageCounts): Usage {
 
 export type AnthropicContentBlockView =
   | { type: 'text'; text: string }
-  | { type: 'thinking'; thinking: string }
+  | { type: 'thinking'; thinking: string; signature?: string }
+  | { type: 'redacted_thinking'; data: string }
   | { type: 'tool_use'; id: string; name: string; input: unknown }
-  /** redacted_thinking, server tool blocks and anything newer: nothing the canonical result holds. */
+  /** Server tool blocks and anything newer: nothing the canonical result holds. */
   | { type: 'other' };
 
 function readContentBlock(value: unknown): AnthropicContentBlockView {
@@ -66,8 +67,16 @@ function readContentBlock(value: unknown): AnthropicContentBlockView {
   switch (block.type) {
     case 'text':
       return { type: 'text', text: asString(block.text) ?? '' };
-    case 'thinking':
-      return { type: 'thinking', thinking: asString(block.thinking) ?? '' };
+    case 'thinking': {
+      const signature = asString(block.signature);
+      return {
+        type: 'thinking',
+        thinking: asString(block.thinking) ?? '',
+        ...(signature ? { signature } : {}),
+      };
+    }
+    case 'redacted_thinking':
+      return { type: 'redacted_thinking', data: asString(block.data) ?? '' };
     case 'tool_use':
       return {
         type: 'tool_use',
@@ -160,7 +169,8 @@ export type AnthropicStreamEvent =
         | { type: 'text_delta'; text: string }
         | { type: 'thinking_delta'; thinking: string }
         | { type: 'input_json_delta'; partialJson: string }
-        /** signature_delta and anything newer. */
+        | { type: 'signature_delta'; signature: string }
+        /** Anything newer. */
         | { type: 'other' };
     }
   | { type: 'content_block_stop'; index: number }
@@ -181,6 +191,8 @@ function readDelta(value: unknown): BlockDelta {
       return { type: 'thinking_delta', thinking: asString(delta.thinking) ?? '' };
     case 'input_json_delta':
       return { type: 'input_json_delta', partialJson: asString(delta.partial_json) ?? '' };
+    case 'signature_delta':
+      return { type: 'signature_delta', signature: asString(delta.signature) ?? '' };
     default:
       return { type: 'other' };
   }

@@ -3,6 +3,7 @@ import type {
   ContentPart,
   GenerationRequest,
   InputItem,
+  ReasoningBlock,
   ReasoningOptions,
 } from '../../../spec/generation-request.js';
 import { UnsupportedRequestError } from '../../../spec/upstream-error.js';
@@ -19,7 +20,9 @@ type AnthropicContentBlock =
   | { type: 'image'; source: AnthropicSource }
   | { type: 'document'; source: AnthropicSource; title?: string }
   | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> }
-  | { type: 'tool_result'; tool_use_id: string; content: string };
+  | { type: 'tool_result'; tool_use_id: string; content: string }
+  | { type: 'thinking'; thinking: string; signature: string }
+  | { type: 'redacted_thinking'; data: string };
 
 interface AnthropicMessage {
   role: 'user' | 'assistant';
@@ -136,6 +139,19 @@ function convertPart(part: ContentPart): AnthropicContentBlock | undefined {
 }
 
 /**
+ * An assistant turn's reasoning as Anthropic's blocks, unchanged. Only signed thinking (and redacted
+ * thinking) goes back: Anthropic checks the signature and refuses a thinking block without one
+ * (reasoning another provider produced, say), which is dropped instead.
+ */
+function thinkingBlocks(reasoning: readonly ReasoningBlock[] | undefined): AnthropicContentBlock[] {
+  if (!reasoning) return [];
+  return reasoning.flatMap((block): AnthropicContentBlock[] => {
+    if (block.redactedData !== undefined) return [{ type: 'redacted_thinking', data: block.redactedData }];
+    return block.signature ? [{ type: 'thinking', thinking: block.text, signature: block.signature }] : [];
+  });
+}
+
+/**
  * Input items → the system prompt and user/assistant turns. Anthropic has no system role inside
  * `messages`, so system and developer turns join `instructions` (their text only); it also wants
  * turns to alternate, so consecutive blocks of one role merge into one turn. Tool calls belong to
@@ -159,13 +175,14 @@ export function convertToAnthropicMessages(
         const text = item.content.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('');
         if (text) system.push(text);
       } else {
-        append(
-          item.role,
-          item.content.flatMap((part) => convertPart(part) ?? []),
-        );
+        append(item.role, [
+          ...(item.role === 'assistant' ? thinkingBlocks(item.reasoning) : []),
+          ...item.content.flatMap((part) => convertPart(part) ?? []),
+        ]);
       }
     } else if (item.type === 'function-call') {
       append('assistant', [
+        ...thinkingBlocks(item.reasoning),
         { type: 'tool_use', id: anthropicToolId(item.callId), name: item.name, input: argumentsObject(item) },
       ]);
     } else {
