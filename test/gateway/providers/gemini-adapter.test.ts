@@ -385,14 +385,13 @@ describe('Gemini adapter against a fake upstream', () => {
     ]);
   });
 
-  it('maps finish reasons: STOP, MAX_TOKENS, SAFETY, MALFORMED_FUNCTION_CALL and unknown ones', async () => {
+  it('maps finish reasons: STOP, MAX_TOKENS, SAFETY and unknown ones', async () => {
     const cases: Array<[string, string]> = [
       ['STOP', 'stop'],
       ['MAX_TOKENS', 'length'],
       ['SAFETY', 'content-filter'],
       ['RECITATION', 'content-filter'],
       ['PROHIBITED_CONTENT', 'content-filter'],
-      ['MALFORMED_FUNCTION_CALL', 'error'],
       ['LANGUAGE', 'other'],
     ];
     for (const [native, canonical] of cases) {
@@ -427,6 +426,42 @@ describe('Gemini adapter against a fake upstream', () => {
     );
     const parts = await collect(adapter.stream(simple()));
     assert.deepEqual(parts.at(-1), { type: 'finish', reason: 'content-filter', nativeReason: 'SAFETY' });
+  });
+
+  it('fails a MALFORMED_FUNCTION_CALL answer (retryable), streamed or not, rather than completing it empty', async () => {
+    upstream.handle((_request, response) =>
+      reply(
+        response,
+        200,
+        JSON.stringify({
+          candidates: [
+            { content: { parts: [], role: 'model' }, finishReason: 'MALFORMED_FUNCTION_CALL', index: 0 },
+          ],
+          usageMetadata: { promptTokenCount: 5, totalTokenCount: 5 },
+          ...identity,
+        }),
+      ),
+    );
+    const whole = await adapter.generate(simple()).catch((caught: unknown) => caught);
+    assert.ok(whole instanceof UpstreamError);
+    assert.equal(whole.kind, 'invalid-response');
+    assert.equal(whole.retryable, true);
+    assert.match(whole.message, /MALFORMED_FUNCTION_CALL/);
+    // Before any output the stream throws (another candidate may be tried); after output it ends
+    // with an error part.
+    upstream.handle((_request, response) =>
+      writeGeminiSse(response, [chunk([], { finishReason: 'MALFORMED_FUNCTION_CALL' })]),
+    );
+    const early = await collect(adapter.stream(simple())).catch((caught: unknown) => caught);
+    assert.ok(early instanceof UpstreamError);
+    upstream.handle((_request, response) =>
+      writeGeminiSse(response, [
+        chunk([{ text: 'Let me call' }]),
+        chunk([], { finishReason: 'MALFORMED_FUNCTION_CALL' }),
+      ]),
+    );
+    const late = await collect(adapter.stream(simple()));
+    assert.equal(late.at(-1)?.type, 'error');
   });
 
   it('reports a blocked prompt as a content-filter finish without text', async () => {

@@ -29,6 +29,18 @@ import { mapGeminiFinishReason } from './map-gemini-finish-reason.js';
  * unique, not `call_<index>`, which repeats in every turn of a conversation, and a client that keys
  * results by id, or a fallback to a provider that refuses repeated ids (Anthropic), would collide.
  */
+/**
+ * Gemini ends with MALFORMED_FUNCTION_CALL when the model wrote a function call it could not parse:
+ * no answer, as every dialect tells it (a failure, which another candidate may get right), rather
+ * than a completed turn with nothing in it.
+ */
+const MALFORMED_CALL = 'MALFORMED_FUNCTION_CALL';
+const malformedCall = () =>
+  new UpstreamError({
+    message: 'Gemini stopped with MALFORMED_FUNCTION_CALL: the model wrote a function call that is not valid',
+    kind: 'invalid-response',
+  });
+
 const newCallId = () => `call_${randomBytes(12).toString('base64url')}`;
 
 const headersOf = credentialHeadersOf((apiKey) => ({ 'x-goog-api-key': apiKey }));
@@ -95,6 +107,7 @@ export function createGeminiAdapter(options: { http: UpstreamHttp }): ProviderAd
           nativeFinishReason: blockReason,
         };
       }
+      if (candidate.finishReason === MALFORMED_CALL) throw malformedCall();
       let text = '';
       let reasoning = '';
       const toolCalls: GenerationResult['toolCalls'] = [];
@@ -176,6 +189,7 @@ export function createGeminiAdapter(options: { http: UpstreamHttp }): ProviderAd
             kind: 'invalid-response',
           });
         }
+        if (finish === MALFORMED_CALL) throw malformedCall();
         yield { type: 'usage', usage: usage ?? emptyUsage() };
         if (finish === undefined) {
           yield { type: 'finish', reason: 'content-filter', nativeReason: blockReason ?? null };
