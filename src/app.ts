@@ -425,12 +425,17 @@ export async function buildApp(options: BuildOptions): Promise<{
         http: exporterHttp,
         originOverrides: config.broadcast.origin_overrides,
       });
-      const resealed = await destinations.resealStoredUrls();
-      if (resealed > 0)
-        logger.info(
-          { destinations: resealed },
-          'sealed destination URLs that carried credentials in the clear',
-        );
+      // A clean-up, never a reason not to start: a failure is logged and the next start tries again.
+      try {
+        const resealed = await destinations.resealStoredUrls();
+        if (resealed > 0)
+          logger.info(
+            { destinations: resealed },
+            'sealed destination URLs that carried credentials in the clear',
+          );
+      } catch (error) {
+        logger.warn({ err: error }, 'could not seal stored destination URLs; the next start tries again');
+      }
       await api.register(observabilityRoutes(destinations));
       await api.register(generationRoutes(services.generations));
       await api.register(
@@ -445,7 +450,12 @@ export async function buildApp(options: BuildOptions): Promise<{
     // The server has no connection left (onClose runs after it drained, or after shutdown's timeout
     // cut the rest); a request whose connection was cut still unwinds: it aborts its upstream call,
     // settles its reservation and queues its record, which this waits for.
-    await inference.close();
+    const { stillInFlight } = await inference.close();
+    if (stillInFlight > 0)
+      logger.warn(
+        { requests: stillInFlight },
+        'requests still unwinding at shutdown were not recorded; their upstream calls were ended',
+      );
     // Every finished request's record is queued now, and this writes them while the database is
     // still open.
     await services.generations.close();

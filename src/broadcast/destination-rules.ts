@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { reportedFinishReason } from '../spec/finish-reason.js';
 import type { ObservabilityDestinationTable } from '../storage/database-schema.js';
 import type { BroadcastEvent } from './broadcast-event.js';
 
@@ -116,7 +117,11 @@ export function compileRule(rule: StoredRule): Predicate {
     }
   }
   const field = rule.field as TextField;
-  const text = String(value ?? '');
+  let text = String(value ?? '');
+  // Events spell finish reasons as the API does (tool_calls); a rule saved with the internal
+  // spelling events carried before (tool-calls, content-filter, other) still means the same.
+  if (field === 'finish_reason' && (operator === 'equals' || operator === 'not_equals'))
+    text = reportedFinishReason(text) ?? text;
   const any =
     (test: (candidate: string) => boolean): Predicate =>
     (event) =>

@@ -128,11 +128,14 @@ export async function createInference(options: {
      * After the server closed its connections: waits (at most `drainMs`) for the requests still
      * unwinding (an upstream call aborted, a reservation to settle, a record to queue), then closes.
      */
-    async close(drainMs = 5_000) {
-      await inFlight.drained(drainMs);
+    async close(drainMs = 5_000): Promise<{ stillInFlight: number }> {
+      const drained = await inFlight.drained(drainMs);
+      const stillInFlight = inFlight.count;
       credits.close();
-      await http.close();
+      // Requests that did not unwind in time would hold undici's graceful close: they are ended.
+      await (drained ? http.close() : http.destroy());
       await contentFilterThreads?.close();
+      return { stillInFlight };
     },
   };
 }

@@ -34,6 +34,20 @@ describe('filter rules', () => {
     assert.equal(rule('finish_reason', 'exists'), true);
   });
 
+  it('reads a finish_reason rule saved in the spelling events used to carry', () => {
+    const called = sampleEvent({ finish_reason: 'tool_calls' });
+    const check = (operator: string, value: string) =>
+      compileRule({ field: 'finish_reason', operator, value } as never)(called);
+    assert.equal(check('equals', 'tool_calls'), true);
+    assert.equal(check('equals', 'tool-calls'), true);
+    assert.equal(check('not_equals', 'tool-calls'), false);
+    assert.equal(check('equals', 'stop'), false);
+    assert.equal(
+      compileRule({ field: 'finish_reason', operator: 'equals', value: 'other' } as never)(sampleEvent()),
+      true,
+    );
+  });
+
   it('treats an absent field as failing positive operators and passing negative ones', () => {
     const none = sampleEvent({ session_id: null, output: [] });
     const check = (field: string, operator: string, value?: string) =>

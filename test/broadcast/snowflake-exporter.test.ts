@@ -3,7 +3,11 @@ import { after, before, beforeEach, test } from 'node:test';
 import type { ExportContext, OutboxItem } from '../../src/broadcast/destination-type.js';
 import { DeliveryError } from '../../src/broadcast/destination-type.js';
 import { createExporterHttp } from '../../src/broadcast/exporter-http.js';
-import { type SnowflakeConfig, snowflakeDestination } from '../../src/broadcast/exporters/snowflake.js';
+import {
+  type SnowflakeConfig,
+  snowflakeDestination,
+  snowflakePolling,
+} from '../../src/broadcast/exporters/snowflake.js';
 import {
   exportContext,
   type FakeReceiver,
@@ -34,6 +38,8 @@ const executed = new Map<string, ReceiverReply>();
 const running = new Map<string, { polls: number; answer: ReceiverReply }>();
 /** How many polls each 202 statement stays running; 0 answers synchronously. */
 let pollsWhileRunning = 0;
+/** Handles of the statements cancelled. */
+const cancelled: string[] = [];
 
 before(async () => {
   receiver = await startReceiver();
@@ -43,6 +49,8 @@ beforeEach(() => {
   executed.clear();
   running.clear();
   pollsWhileRunning = 0;
+  cancelled.length = 0;
+  snowflakePolling.deadlineMs = 30_000;
   receiver.requests.length = 0;
   receiver.reply = fakeSnowflake;
 });
@@ -226,6 +234,17 @@ function fakeSnowflake(request: ReceivedRequest): ReceiverReply {
       };
     }
     return state.answer;
+  }
+  const cancel = /^\/api\/v2\/statements\/([^/]+)\/cancel$/.exec(url.pathname);
+  if (request.method === 'POST' && cancel) {
+    const handle = decodeURIComponent(cancel[1] as string);
+    if (!running.delete(handle))
+      return failure(422, '000605', 'Identified SQL statement is not currently executing.');
+    cancelled.push(handle);
+    return {
+      status: 200,
+      body: { code: '000604', message: 'Statement cancelled.', statementHandle: handle },
+    };
   }
   if (request.method !== 'POST' || url.pathname !== '/api/v2/statements')
     return { status: 404, body: { message: 'Not found' } };
@@ -510,6 +529,24 @@ test('202 (still running) is polled at /api/v2/statements/{handle} until the sta
     ],
   );
   assert.equal(table(cfg)?.rows.length, 1);
+});
+
+test('a statement still running at the poll deadline is cancelled before the batch is retried', async () => {
+  const cfg = config();
+  await snowflakeDestination.send([outboxItem()], context(cfg));
+  snowflakePolling.deadlineMs = 600;
+  pollsWhileRunning = 1_000;
+  await assert.rejects(
+    snowflakeDestination.send([outboxItem(sampleEvent({ generation_id: 'gen-slow' }))], context(cfg)),
+    (error) => {
+      assert.ok(error instanceof DeliveryError);
+      assert.equal(error.retryable, true);
+      assert.match(error.message, /still running after 0\.6s; cancelled/);
+      return true;
+    },
+  );
+  assert.equal(cancelled.length, 1);
+  assert.match(receiver.requests.at(-1)?.url ?? '', /^\/api\/v2\/statements\/[0-9a-f-]{36}-async\/cancel$/);
 });
 
 test('a statement that fails while polled (422) fails the batch without retry', async () => {

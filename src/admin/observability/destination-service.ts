@@ -219,7 +219,8 @@ export function createDestinationService(options: {
           continue;
         }
         const columns = sealConfig(type, config as DestinationConfig, secretBox);
-        if (await destinations.replaceConfigColumns(row.id, columns, row)) changed += 1;
+        // One row that cannot be written (locked by a concurrent PATCH, say) does not stop the rest.
+        if (await destinations.replaceConfigColumns(row.id, columns, row).catch(() => false)) changed += 1;
       }
       return changed;
     },

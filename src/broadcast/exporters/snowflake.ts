@@ -57,8 +57,11 @@ const DEFAULTS = {
 const IDENTIFIER = /^[A-Za-z_][A-Za-z0-9_$]*$/;
 /** Seconds Snowflake may run one statement before cancelling it. */
 const STATEMENT_TIMEOUT_S = 60;
-/** How long a 202 (still running) is polled before the batch is retried later (same request id). */
-const POLL_DEADLINE_MS = 30_000;
+/**
+ * How long a 202 (still running) is polled before the statement is cancelled and the batch retried
+ * later; a setting object so that tests can shorten it.
+ */
+export const snowflakePolling = { deadlineMs: 30_000 };
 const POLL_FIRST_MS = 100;
 const POLL_MAX_MS = 2_000;
 /** The SQL API requires a User-Agent naming the application (RFC 7231 product token). */
@@ -232,11 +235,13 @@ function statementHandle(response: ExporterResponse): string {
 
 /**
  * Polls `GET /api/v2/statements/{handle}` until it stops answering 202. A failure there (422)
- * surfaces as the DeliveryError of the HTTP client; past the deadline the batch is retried later,
- * and the resent request id finds the same statement.
+ * surfaces as the DeliveryError of the HTTP client. Past the deadline the statement is cancelled
+ * (`POST …/cancel`) before the batch is retried: the worker may regroup its rows under a new request
+ * id, and a MERGE still running beside its retry could miss the rows the other commits.
  */
 async function waitForStatement(context: Context, base: string, handle: string): Promise<void> {
-  const deadline = Date.now() + POLL_DEADLINE_MS;
+  const deadlineMs = snowflakePolling.deadlineMs;
+  const deadline = Date.now() + deadlineMs;
   let wait = POLL_FIRST_MS;
   while (Date.now() + wait <= deadline) {
     try {
@@ -252,10 +257,21 @@ async function waitForStatement(context: Context, base: string, handle: string):
     if (response.status !== 202) return;
     wait = Math.min(wait * 2, POLL_MAX_MS);
   }
-  throw new DeliveryError(`snowflake statement ${handle} still running after ${POLL_DEADLINE_MS / 1000}s`, {
-    retryable: true,
-    status: 202,
-  });
+  // Best effort: a statement that finished meanwhile cannot be cancelled, and its rows are in.
+  await context.http
+    .send(`${base}/api/v2/statements/${encodeURIComponent(handle)}/cancel`, {
+      method: 'POST',
+      headers: requestHeaders(context.config, false),
+      signal: context.signal,
+    })
+    .catch(() => undefined);
+  throw new DeliveryError(
+    `snowflake statement ${handle} still running after ${deadlineMs / 1000}s; cancelled`,
+    {
+      retryable: true,
+      status: 202,
+    },
+  );
 }
 
 async function send(

@@ -126,6 +126,8 @@ describe('chat-completions dialect: parsing valid requests', () => {
           ],
         },
         { role: 'assistant', content: '' },
+        // A refusal sent back as the gateway answered it.
+        { role: 'assistant', content: null, refusal: "I can't help with that." },
         user('Thanks'),
       ],
     });
@@ -167,6 +169,7 @@ describe('chat-completions dialect: parsing valid requests', () => {
           { type: 'text', text: ' (no more)' },
         ],
       },
+      { type: 'message', role: 'assistant', content: [{ type: 'text', text: "I can't help with that." }] },
       { type: 'message', role: 'user', content: [{ type: 'text', text: 'Thanks' }] },
     ]);
   });

@@ -245,26 +245,66 @@ describe('OpenAI chat-completions adapter against a fake upstream', () => {
       usageChunk,
       '[DONE]',
     ];
-    const expected = [
+    const start = [
       { type: 'tool-call-start', index: 0, callId: 'call_x', name: 'get_weather' },
       { type: 'tool-call-delta', index: 0, argumentsDelta: '{"city":' },
       { type: 'tool-call-delta', index: 0, argumentsDelta: '"Paris"}' },
+    ];
+    const second = [
       { type: 'tool-call-start', index: 1, callId: 'call_y', name: 'get_time' },
       { type: 'tool-call-delta', index: 1, argumentsDelta: '{"tz":"CET"}' },
+    ];
+    // Distinct upstream indexes: both calls end with the stream. A call whose index another call
+    // took can get no more arguments, and ends at once.
+    const expected = [
+      ...start,
+      ...second,
       { type: 'tool-call-end', index: 0 },
+      { type: 'tool-call-end', index: 1 },
+    ];
+    const takenOver = [
+      ...start,
+      { type: 'tool-call-end', index: 0 },
+      ...second,
       { type: 'tool-call-end', index: 1 },
     ];
     const toolParts = (parts: Array<{ type: string }>) =>
       parts.filter((part) => part.type.startsWith('tool-call'));
     // Ollama: every call at index 0. No index at all (Mistral-style). And the usual distinct indexes,
     // where a call may repeat its id on each chunk.
-    for (const [first, second] of [
-      [{ index: 0 }, { index: 0 }],
-      [{}, {}],
-      [{ index: 0 }, { index: 1 }],
+    for (const [first, other, parts] of [
+      [{ index: 0 }, { index: 0 }, takenOver],
+      [{}, {}, takenOver],
+      [{ index: 0 }, { index: 1 }, expected],
     ] as const) {
-      upstream.handle((_request, response) => writeSse(response, calls(first, second)));
-      assert.deepEqual(toolParts(await collect(adapter.stream(call()))), expected, JSON.stringify(first));
+      upstream.handle((_request, response) => writeSse(response, calls(first, other)));
+      assert.deepEqual(toolParts(await collect(adapter.stream(call()))), parts, JSON.stringify(first));
+    }
+    // Continuation chunks that repeat an empty id, or vary it without a name, stay in their call.
+    for (const id of ['', 'call_other']) {
+      upstream.handle((_request, response) =>
+        writeSse(response, [
+          chunk({
+            tool_calls: [
+              {
+                index: 0,
+                id: 'call_x',
+                type: 'function',
+                function: { name: 'get_weather', arguments: '{"city":' },
+              },
+            ],
+          }),
+          chunk({ tool_calls: [{ index: 0, id, function: { arguments: '"Paris"}' } }] }),
+          chunk({}, 'tool_calls'),
+          usageChunk,
+          '[DONE]',
+        ]),
+      );
+      assert.deepEqual(
+        toolParts(await collect(adapter.stream(call()))),
+        [...start, { type: 'tool-call-end', index: 0 }],
+        JSON.stringify(id),
+      );
     }
     // A call that repeats its id on a later chunk is the same call.
     upstream.handle((_request, response) =>
@@ -307,6 +347,44 @@ describe('OpenAI chat-completions adapter against a fake upstream', () => {
     assert.equal(whole.kind, 'invalid-response');
     assert.match(whole.message, /answered a streamed request with JSON \(HTTP 200\), not an event stream/);
     assert.equal(whole.retryable, true);
+    // vLLM's error object, after leading blanks, in two chunks.
+    upstream.handle((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' });
+      response.write('\n  ');
+      setTimeout(
+        () =>
+          response.end('{"object":"error","message":"context too long","type":"BadRequestError","code":400}'),
+        20,
+      );
+    });
+    const vllm = await collect(adapter.stream(call())).catch((caught: unknown) => caught);
+    assert.ok(vllm instanceof UpstreamError);
+    assert.equal(vllm.message, 'context too long');
+    assert.equal(vllm.status, 400);
+    assert.equal(vllm.retryable, false);
+  });
+
+  it('reads an event stream labelled application/json as the stream it is', async () => {
+    // Foundry Local sends its SSE as application/json; OpenAI's SDKs read it.
+    upstream.handle((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' });
+      for (const frame of [
+        chunk({ role: 'assistant', content: 'Hi' }),
+        chunk({}, 'stop'),
+        usageChunk,
+        '[DONE]',
+      ])
+        response.write(`data: ${frame}\n\n`);
+      response.end();
+    });
+    const parts = await collect(adapter.stream(call()));
+    assert.deepEqual(
+      parts.filter((part) => part.type === 'text-delta' || part.type === 'finish'),
+      [
+        { type: 'text-delta', delta: 'Hi' },
+        { type: 'finish', reason: 'stop', nativeReason: 'stop' },
+      ],
+    );
   });
 
   it('reports a 429 with its message and Retry-After as a retryable error', async () => {

@@ -85,7 +85,12 @@ export function convertChatMessages(messages: MessageBody[]): InputItem[] {
         items.push({ type: 'message', role: message.role, content: contentOf(message, path) });
         return;
       case 'assistant': {
-        const content = contentOf(message, path);
+        let content = contentOf(message, path);
+        // A refusal sent back as it was answered (`content: null, refusal: "…"`) is what the
+        // assistant said, as a refusal part in the content already is.
+        const refusal = (message as { refusal?: unknown }).refusal;
+        if (content.length === 0 && typeof refusal === 'string' && refusal !== '')
+          content = [{ type: 'text', text: refusal }];
         const calls = message.tool_calls ?? [];
         // An empty assistant turn says nothing, and some upstreams refuse empty content: skip it.
         if (content.length > 0) items.push({ type: 'message', role: 'assistant', content });

@@ -34,16 +34,24 @@ export function renderResponsesResult(
       content: [{ type: 'reasoning_text', text: result.reasoning }],
     });
   }
-  if (result.text || result.refusal) {
+  let messages = 0;
+  if (result.text) {
     output.push({
       type: 'message',
-      id: ids.message(0),
+      id: ids.message(messages++),
       role: 'assistant',
       status: 'completed',
-      content: [
-        ...(result.text ? [{ type: 'output_text' as const, text: result.text, annotations: [] }] : []),
-        ...(result.refusal ? [{ type: 'refusal' as const, refusal: result.refusal }] : []),
-      ],
+      content: [{ type: 'output_text', text: result.text, annotations: [] }],
+    });
+  }
+  // A refusal is a message of its own, as the stream sends it.
+  if (result.refusal) {
+    output.push({
+      type: 'message',
+      id: ids.message(messages++),
+      role: 'assistant',
+      status: 'completed',
+      content: [{ type: 'refusal', refusal: result.refusal }],
     });
   }
   result.toolCalls.forEach((call, index) => {

@@ -101,6 +101,8 @@ export function createOpenAiChatAdapter(
         // call as index 0, some servers send no index at all (read as the position in the chunk).
         const openCalls = new Map<number, { id: string; name: string }>();
         const upstreamIndexes = new Map<number, number>();
+        // Calls ended early (another took their index); made on the first, as few streams have one.
+        let ended: Set<number> | null = null;
         for await (const event of events) {
           if (event.data === '[DONE]') {
             // A stream that ends before its first chunk answered nothing: a bad answer to fail over
@@ -146,7 +148,21 @@ export function createOpenAiChatAdapter(
             guard.output();
             let index = upstreamIndexes.get(toolCall.index);
             const open = index === undefined ? undefined : openCalls.get(index);
-            if (open === undefined || (toolCall.id !== undefined && toolCall.id !== open.id)) {
+            // A new call under an index in use names itself (id and function name); a server that
+            // varies the id of one call's continuation chunks sends no name with them.
+            const takesOver =
+              open !== undefined &&
+              toolCall.id !== undefined &&
+              toolCall.id !== open.id &&
+              toolCall.name !== undefined;
+            if (open === undefined || takesOver) {
+              // The call it takes the index from can get no more arguments: it ends now, so a
+              // client is not kept waiting for its end until the stream's.
+              if (takesOver && index !== undefined) {
+                ended ??= new Set();
+                ended.add(index);
+                yield { type: 'tool-call-end', index };
+              }
               index = openCalls.size;
               const opened = { id: toolCall.id ?? `call_${index}`, name: toolCall.name ?? '' };
               openCalls.set(index, opened);
@@ -165,7 +181,7 @@ export function createOpenAiChatAdapter(
             kind: 'invalid-response',
           });
         }
-        for (const index of openCalls.keys()) yield { type: 'tool-call-end', index };
+        for (const index of openCalls.keys()) if (!ended?.has(index)) yield { type: 'tool-call-end', index };
         yield { type: 'usage', usage: usage ?? emptyUsage() };
         yield { type: 'finish', reason: mapOpenAiFinishReason(finish), nativeReason: finish ?? null };
       } catch (error) {

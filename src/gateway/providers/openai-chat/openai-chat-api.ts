@@ -67,7 +67,8 @@ export function readOpenAiChoice(reply: unknown, field: 'message' | 'delta'): Op
     toolCalls.push({
       index:
         Number.isSafeInteger(call.index) && (call.index as number) >= 0 ? (call.index as number) : position,
-      ...(asString(call.id) !== undefined ? { id: asString(call.id) } : {}),
+      // An empty id is none: some servers repeat `"id": ""` on every continuation chunk.
+      ...(asString(call.id) ? { id: asString(call.id) } : {}),
       ...(asString(fn?.name) !== undefined ? { name: asString(fn?.name) } : {}),
       ...(args !== undefined ? { arguments: args } : {}),
     });

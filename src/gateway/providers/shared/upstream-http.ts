@@ -78,7 +78,13 @@ export function createUpstreamHttp(options: { connectionsPerOrigin?: number } = 
     });
   }
 
-  return { postForText, postForEvents, close: () => agent.close() };
+  return {
+    postForText,
+    postForEvents,
+    close: () => agent.close(),
+    /** Ends every upstream request still running, for a shutdown that cannot wait for them. */
+    destroy: () => agent.destroy(),
+  };
 }
 
 export type UpstreamHttp = ReturnType<typeof createUpstreamHttp>;
@@ -222,6 +228,12 @@ class EventsCall
 {
   /** Set for a non-2xx answer, whose body is read whole. */
   private reading: WholeReply | null = null;
+  /**
+   * Set while a 2xx answer labelled JSON waits for its first byte: `{` or `[` is a JSON body (an
+   * error, read whole), anything else an event stream under the wrong label (Foundry Local sends
+   * its SSE as application/json, and OpenAI's SDKs read it). Its chunks so far, all blank.
+   */
+  private sniffing: { status: number; headers: IncomingHttpHeaders; chunks: Buffer[] } | null = null;
   private readonly queue: EventSourceMessage[] = [];
   private head = 0;
   private bodyEnded = false;
@@ -391,21 +403,42 @@ class EventsCall
     status: number,
     headers: IncomingHttpHeaders,
   ) {
-    // A JSON body to a streamed request is no stream: compatible servers send their error that way
-    // with a 200 status. It is read whole (capped like an error body) and answered as text.
-    if (status >= 400 || isJsonReply(headers)) {
+    if (status >= 400) {
       this.reading = new WholeReply(MAX_ERROR_BODY);
       this.reading.start(status, headers);
+    } else if (isJsonReply(headers)) {
+      // A JSON body to a streamed request is no stream: compatible servers send their error that
+      // way with a 200 status. The first byte tells.
+      this.sniffing = { status, headers, chunks: [] };
     } else {
-      if (this.idleMs > 0) {
-        this.lastEventAt = Date.now();
-        this.idleTimer = setTimeout(this.checkIdle, this.idleMs);
-      }
-      this.succeed({ status, headers, events: this });
+      this.startEvents(status, headers);
     }
   }
 
+  private startEvents(status: number, headers: IncomingHttpHeaders): void {
+    if (this.idleMs > 0) {
+      this.lastEventAt = Date.now();
+      this.idleTimer = setTimeout(this.checkIdle, this.idleMs);
+    }
+    this.succeed({ status, headers, events: this });
+  }
+
   onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.sniffing) {
+      const sniffing = this.sniffing;
+      sniffing.chunks.push(chunk);
+      const first = firstNonBlank(chunk);
+      if (first === -1) return;
+      this.sniffing = null;
+      if (first === 0x7b || first === 0x5b) {
+        this.reading = new WholeReply(MAX_ERROR_BODY);
+        this.reading.start(sniffing.status, sniffing.headers);
+        for (const held of sniffing.chunks) this.reading.data(controller, held);
+        return;
+      }
+      this.startEvents(sniffing.status, sniffing.headers);
+      chunk = sniffing.chunks.length === 1 ? chunk : Buffer.concat(sniffing.chunks);
+    }
     if (this.reading) {
       this.reading.data(controller, chunk);
       return;
@@ -425,6 +458,13 @@ class EventsCall
 
   protected ended(): void {
     this.stopIdleTimer();
+    if (this.sniffing) {
+      // Nothing but blanks: an empty stream, which the adapter reads as one that never finished.
+      const { status, headers } = this.sniffing;
+      this.sniffing = null;
+      this.startEvents(status, headers);
+      this.stopIdleTimer();
+    }
     if (this.reading) this.succeed(this.reading.reply());
     else {
       this.bodyEnded = true;
@@ -441,8 +481,14 @@ class EventsCall
 
 const isJsonReply = (headers: IncomingHttpHeaders): boolean => {
   const type = headers['content-type'];
-  return typeof type === 'string' && /^\s*application\/json\b/i.test(type);
+  return typeof type === 'string' && /^\s*application\/json\s*(?:;|$)/i.test(type);
 };
+
+/** The first byte of a chunk that is not JSON whitespace; -1 when there is none. */
+function firstNonBlank(chunk: Buffer): number {
+  for (const byte of chunk) if (byte !== 0x20 && byte !== 0x0a && byte !== 0x0d && byte !== 0x09) return byte;
+  return -1;
+}
 
 /**
  * A reply's body collected whole, up to `limit` bytes. Past it, a 2xx reply fails with an
@@ -583,7 +629,13 @@ export function errorFromText(reply: UpstreamText): UpstreamError {
 function errorFromJsonAnswer(reply: UpstreamText): UpstreamError {
   let error: { message?: unknown; code?: unknown } | string | undefined;
   try {
-    error = (JSON.parse(reply.text) as { error?: typeof error } | null)?.error;
+    const body = JSON.parse(reply.text) as {
+      error?: typeof error;
+      object?: unknown;
+      message?: unknown;
+    } | null;
+    // OpenAI's `{"error": {...}}`, or vLLM's error object itself (`{"object": "error", "message", "code"}`).
+    error = body?.error ?? (body?.object === 'error' ? body : undefined);
   } catch {
     // Not even JSON: the message below says what came.
   }
