@@ -305,58 +305,31 @@ class ResponsesStreamEncoder implements StreamEncoder {
       );
     }
     const { id, text } = open;
-    let frames: string;
+    // The item's one content part, and the event that repeats its whole text.
     let item: OutputItem;
-    if (open.kind === 'refusal') {
-      const part = { type: 'refusal' as const, refusal: text };
-      item = { type: 'message', id, role: 'assistant', status, content: [part] };
-      frames =
-        this.#event('response.refusal.done', {
-          item_id: id,
-          output_index: outputIndex,
-          content_index: 0,
-          refusal: text,
-        }) +
-        this.#event('response.content_part.done', {
-          item_id: id,
-          output_index: outputIndex,
-          content_index: 0,
-          part,
-        });
-    } else if (open.kind === 'message') {
-      const part = { type: 'output_text' as const, text, annotations: [] };
-      item = { type: 'message', id, role: 'assistant', status, content: [part] };
-      frames =
-        this.#event('response.output_text.done', {
-          item_id: id,
-          output_index: outputIndex,
-          content_index: 0,
-          text,
-          logprobs: [],
-        }) +
-        this.#event('response.content_part.done', {
-          item_id: id,
-          output_index: outputIndex,
-          content_index: 0,
-          part,
-        });
+    let done: { type: string; fields: Record<string, unknown> };
+    let part: Record<string, unknown>;
+    if (open.kind === 'reasoning') {
+      const reasoning = { type: 'reasoning_text' as const, text };
+      item = { type: 'reasoning', id, status, summary: [], content: [reasoning] };
+      done = { type: 'response.reasoning_text.done', fields: { text } };
+      part = reasoning;
     } else {
-      const part = { type: 'reasoning_text' as const, text };
-      item = { type: 'reasoning', id, status, summary: [], content: [part] };
-      frames =
-        this.#event('response.reasoning_text.done', {
-          item_id: id,
-          output_index: outputIndex,
-          content_index: 0,
-          text,
-        }) +
-        this.#event('response.content_part.done', {
-          item_id: id,
-          output_index: outputIndex,
-          content_index: 0,
-          part,
-        });
+      const content =
+        open.kind === 'refusal'
+          ? { type: 'refusal' as const, refusal: text }
+          : { type: 'output_text' as const, text, annotations: [] };
+      item = { type: 'message', id, role: 'assistant', status, content: [content] };
+      done =
+        open.kind === 'refusal'
+          ? { type: 'response.refusal.done', fields: { refusal: text } }
+          : { type: 'response.output_text.done', fields: { text, logprobs: [] } };
+      part = content;
     }
+    const where = { item_id: id, output_index: outputIndex, content_index: 0 };
+    const frames =
+      this.#event(done.type, { ...where, ...done.fields }) +
+      this.#event('response.content_part.done', { ...where, part });
     this.#output.push(item);
     return frames + this.#event('response.output_item.done', { output_index: outputIndex, item });
   }
