@@ -204,6 +204,7 @@ function billableUsage(
   promptBytes: number,
   outputChars: number,
   bounds: UsageBounds,
+  partial = false,
 ): Usage {
   if (!reported) return estimatedUsage(promptBytes, outputChars, bounds.outputTokens);
   // No call can read or write more tokens than the endpoint's context holds: a larger count is an
@@ -211,8 +212,15 @@ function billableUsage(
   // allowed and the reservation covered.
   const clean = (value: number, bound = bounds.contextLength) =>
     typeof value === 'number' && value > 0 ? Math.min(Math.floor(value), bound) : 0;
-  const inputTokens = clean(reported.inputTokens);
-  const outputTokens = clean(reported.outputTokens, bounds.outputTokens);
+  let inputTokens = clean(reported.inputTokens);
+  let outputTokens = clean(reported.outputTokens, bounds.outputTokens);
+  if (partial) {
+    // A stream that failed reported its counts so far (Anthropic's message_start: the prompt, and
+    // one output token): the output that crossed the wire since is billed when it is more.
+    const estimate = estimatedUsage(promptBytes, outputChars, bounds.outputTokens);
+    outputTokens = Math.max(outputTokens, estimate.outputTokens);
+    if (inputTokens === 0) inputTokens = Math.min(estimate.inputTokens, bounds.contextLength);
+  }
   const cachedInputTokens = clean(reported.cachedInputTokens, inputTokens);
   const usage: Usage = {
     inputTokens,
@@ -1132,7 +1140,14 @@ export function createGenerationService(options: {
         const cancelled = context.signal.aborted;
         // Releasing the upstream must not keep the reservation from being settled.
         if (!ended) await Promise.resolve(started.iterator.return?.()).catch(() => undefined);
-        const billed = billableUsage(usage as Usage | null, prepared.prompt.bytes, outputChars, bounds);
+        const billed = billableUsage(
+          usage as Usage | null,
+          prepared.prompt.bytes,
+          outputChars,
+          bounds,
+          // Cut short, by a failure or the client: the counts so far may not cover all the output.
+          failure !== null || cancelled,
+        );
         const cost = billedCost(candidate, billed, reservation);
         await counters.settle(reservation, cost.totalNanos);
         const elapsed = performance.now() - attemptStart;

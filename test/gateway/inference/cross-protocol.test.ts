@@ -148,6 +148,60 @@ describe('cross-protocol translation through the whole gateway', () => {
     assert.ok(streamed.text.trimEnd().endsWith('data: [DONE]'));
   });
 
+  it('bills a stream that fails mid-way with the prompt the upstream counted and the output that came', async () => {
+    const TEXT = 'Bonjour, voici une longue réponse qui sera coupée';
+    anthropic.handle((_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      const events: Array<[string, unknown]> = [
+        [
+          'message_start',
+          {
+            type: 'message_start',
+            message: {
+              id: 'msg_cut',
+              type: 'message',
+              role: 'assistant',
+              model: 'claude-haiku-4-5-20251001',
+              content: [],
+              stop_reason: null,
+              usage: { input_tokens: 1234, output_tokens: 1 },
+            },
+          },
+        ],
+        [
+          'content_block_start',
+          { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } },
+        ],
+        [
+          'content_block_delta',
+          { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: TEXT } },
+        ],
+        ['error', { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded' } }],
+      ];
+      for (const [event, data] of events)
+        response.write(`event: ${event}\ndata: ${JSON.stringify(data)}\n\n`);
+      response.end();
+    });
+    const streamed = await gateway.request('POST', '/api/v1/chat/completions', {
+      key,
+      body: {
+        model: 'anthropic/claude-haiku-4.5',
+        messages: [{ role: 'user', content: 'Hello' }],
+        max_tokens: 100,
+        stream: true,
+      },
+    });
+    assert.equal(streamed.status, 200, streamed.text);
+    assert.match(streamed.text, /"finish_reason":"error"/);
+    const id = streamed.headers.get('x-generation-id');
+    const record = await gateway.request('GET', `/api/v1/generation?id=${id}`, { key });
+    assert.equal(record.status, 200, record.text);
+    // The prompt as Anthropic counted it (not 5 bytes / 4), and the output that crossed the wire
+    // (more than message_start's one token).
+    assert.equal(record.body.data.tokens_prompt, 1234);
+    assert.equal(record.body.data.tokens_completion, Math.ceil(TEXT.length / 4));
+  });
+
   it('serves Anthropic Messages from a Gemini upstream', async () => {
     gemini.handle((_request, response) => {
       response.writeHead(200, { 'content-type': 'application/json' }).end(

@@ -458,10 +458,13 @@ describe('Anthropic Messages adapter against a fake upstream', () => {
       ]),
     );
     const parts = await collect(adapter.stream(call()));
+    // The counts message_start reported come before the error: the prompt is billed as counted.
     assert.deepEqual(
       parts.map((part) => part.type),
-      ['response-metadata', 'text-delta', 'error'],
+      ['response-metadata', 'text-delta', 'usage', 'error'],
     );
+    const usage = parts[2];
+    assert.ok(usage?.type === 'usage' && usage.usage.inputTokens > 0);
     const last = parts.at(-1)!;
     assert.ok(last.type === 'error' && last.error.status === 529 && last.error.retryable);
   });
@@ -508,7 +511,8 @@ describe('Anthropic Messages adapter against a fake upstream', () => {
       { type: 'text-delta', delta: 'partial' },
     ]);
     const last = parts.at(-1)!;
-    assert.equal(parts.length, 3);
+    assert.equal(parts.length, 4);
+    assert.equal(parts[2]?.type, 'usage');
     assert.ok(last.type === 'error' && last.error.retryable && last.error.kind === 'invalid-response');
 
     upstream.handle(async (_request, response) => {

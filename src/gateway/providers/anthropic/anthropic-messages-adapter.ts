@@ -116,6 +116,8 @@ export function createAnthropicMessagesAdapter(options: {
       // an upstream failure to fail over from.
       const body = JSON.stringify(convertToAnthropicMessagesRequest(call.request, { stream: true }));
       const guard = guardStream(call);
+      // Counts so far: message_start's prompt side, message_delta's cumulative output.
+      let usage: AnthropicUsageCounts = {};
       try {
         const events = await openUpstream(options.http, call, {
           url: url(call),
@@ -124,7 +126,6 @@ export function createAnthropicMessagesAdapter(options: {
           signal: guard.signal,
         });
 
-        let usage: AnthropicUsageCounts = {};
         let stopReason: string | undefined;
         let sawStop = false;
         let identified = false;
@@ -221,6 +222,8 @@ export function createAnthropicMessagesAdapter(options: {
       } catch (error) {
         const failure = guard.failure(error);
         if (!guard.started) throw failure;
+        // What the upstream counted before failing (the prompt, at least) bills better than bytes.
+        if (Object.keys(usage).length > 0) yield { type: 'usage', usage: toCanonicalUsage(usage) };
         yield { type: 'error', error: failure };
       } finally {
         guard.release();

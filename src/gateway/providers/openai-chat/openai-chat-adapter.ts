@@ -84,6 +84,7 @@ export function createOpenAiChatAdapter(
       // failure of this upstream to fail over from.
       const body = JSON.stringify(convertToOpenAiChatRequest(call.request, { ...settings, stream: true }));
       const guard = guardStream(call);
+      let usage: Usage | undefined;
       try {
         const events = await openUpstream(options.http, call, {
           url: url(call),
@@ -92,7 +93,6 @@ export function createOpenAiChatAdapter(
           signal: guard.signal,
         });
 
-        let usage: Usage | undefined;
         let finish: string | undefined;
         let sawDone = false;
         let identified = false;
@@ -187,6 +187,8 @@ export function createOpenAiChatAdapter(
       } catch (error) {
         const failure = guard.failure(error);
         if (!guard.started) throw failure;
+        // Counts a chunk carried before the failure bill better than bytes.
+        if (usage) yield { type: 'usage', usage };
         yield { type: 'error', error: failure };
       } finally {
         guard.release();

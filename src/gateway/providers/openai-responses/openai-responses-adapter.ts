@@ -1,7 +1,7 @@
 import type { AdapterCall, ProviderAdapter } from '../../../spec/provider-adapter.js';
 import type { GenerationResult, StreamPart } from '../../../spec/stream-part.js';
 import { UpstreamError } from '../../../spec/upstream-error.js';
-import { emptyUsage } from '../../../spec/usage.js';
+import { emptyUsage, type Usage } from '../../../spec/usage.js';
 import { baseUrlOf, bearerHeadersOf, perTarget } from '../shared/per-target.js';
 import { parseUpstreamJson } from '../shared/server-sent-events.js';
 import { guardStream } from '../shared/stream-guard.js';
@@ -111,6 +111,8 @@ export function createOpenAiResponsesAdapter(options: { http: UpstreamHttp }): P
       // failure of this upstream to fail over from.
       const body = JSON.stringify(convertToOpenAiResponsesRequest(call.request, { stream: true }));
       const guard = guardStream(call);
+      // The counts a response.failed event carries, billed with the failure.
+      let failedUsage: Usage | undefined;
       try {
         const events = await openUpstream(options.http, call, {
           url: url(call),
@@ -189,6 +191,7 @@ export function createOpenAiResponsesAdapter(options: { http: UpstreamHttp }): P
             terminal = event.response;
             break;
           } else if (event.type === 'response.failed') {
+            failedUsage = event.response.usage;
             throw errorFromEvent(
               event.response.error ?? { code: null, message: 'Upstream response failed' },
               frame.data,
@@ -213,6 +216,7 @@ export function createOpenAiResponsesAdapter(options: { http: UpstreamHttp }): P
       } catch (error) {
         const failure = guard.failure(error);
         if (!guard.started) throw failure;
+        if (failedUsage) yield { type: 'usage', usage: failedUsage };
         yield { type: 'error', error: failure };
       } finally {
         guard.release();
