@@ -174,6 +174,14 @@ test('posthog: sends one $ai_generation event per generation to /batch/ with the
   });
 });
 
+test('posthog: an embeddings generation is an $ai_embedding event', async () => {
+  const [event] = (await sendAndCapture([
+    outboxItem(sampleEvent({ operation: 'embeddings', api_type: 'embeddings', output: [] })),
+  ])) as [CaptureEvent];
+  assert.equal(event.event, '$ai_embedding');
+  assert.equal(event.properties.$ai_model, 'openai/gpt-4o');
+});
+
 test('posthog: privacy mode sends no $ai_input or $ai_output_choices; absent parts are left out', async () => {
   const [event] = (await sendAndCapture([outboxItem(privateEvent())])) as [CaptureEvent];
   const { properties } = event;

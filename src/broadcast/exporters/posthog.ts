@@ -94,7 +94,10 @@ function isFlagsAnswer(body: string): boolean {
   return answer !== null && ('flags' in answer || 'featureFlags' in answer);
 }
 
-/** One `$ai_generation` capture event. */
+/**
+ * One capture event: `$ai_generation`, or `$ai_embedding` for embeddings (PostHog's LLM analytics
+ * counts and prices embeddings apart, and has no output for them).
+ */
 function posthogEvent(item: OutboxItem): Record<string, unknown> {
   const { event } = item;
   const distinctId = event.user_id ?? event.identity?.api_key_hash ?? event.generation_id;
@@ -106,7 +109,7 @@ function posthogEvent(item: OutboxItem): Record<string, unknown> {
   // A key hash or a generation id is not a person: do not let PostHog create a profile for it.
   if (event.user_id === null) properties.$process_person_profile = false;
   return {
-    event: '$ai_generation',
+    event: event.operation === 'embeddings' ? '$ai_embedding' : '$ai_generation',
     // A canonical UUID (version 8: the bits are derived), stable across retries.
     uuid: uuidFromSeed(item.idempotencyKey, 8),
     distinct_id: distinctId,
