@@ -36,9 +36,11 @@ export interface GenerationResult {
   refusal?: string;
   /**
    * The reasoning as the provider's blocks, with their signatures, when it signs them (Anthropic);
-   * `reasoning` is their text joined. A client sends them back with the turn's tool calls.
+   * `reasoning` is their text joined. A client sends them back with the turn's tool calls, in their
+   * place: `beforeToolCall` is the index of the tool call a block came right before (interleaved
+   * thinking), absent for blocks before the text.
    */
-  reasoningBlocks?: ReasoningBlock[];
+  reasoningBlocks?: Array<ReasoningBlock & { beforeToolCall?: number }>;
   toolCalls: Array<{ callId: string; name: string; arguments: string }>;
   usage: Usage;
   finishReason: FinishReason;

@@ -100,6 +100,32 @@ describe('messages dialect: rendering a result', () => {
     assert.equal(plainStop.stop_reason, 'tool_use');
   });
 
+  it("keeps the provider's signed reasoning blocks, each before the tool call it preceded", () => {
+    const rendered = render({
+      reasoning: 'Paris first.Now Rome.',
+      reasoningBlocks: [
+        { text: 'Paris first.', signature: 'sig-1' },
+        { text: '', redactedData: 'opaque' },
+        { text: 'Now Rome.', signature: 'sig-2', beforeToolCall: 1 },
+        { text: 'Done.', signature: 'sig-3', beforeToolCall: 2 },
+      ],
+      toolCalls: [
+        { callId: 'call_1', name: 'get_weather', arguments: '{"city":"Paris"}' },
+        { callId: 'call_2', name: 'get_weather', arguments: '{"city":"Rome"}' },
+      ],
+      finishReason: 'tool-calls',
+      nativeFinishReason: 'tool_use',
+    });
+    assert.deepEqual(rendered.content, [
+      { type: 'thinking', thinking: 'Paris first.', signature: 'sig-1' },
+      { type: 'redacted_thinking', data: 'opaque' },
+      { type: 'tool_use', id: 'call_1', name: 'get_weather', input: { city: 'Paris' } },
+      { type: 'thinking', thinking: 'Now Rome.', signature: 'sig-2' },
+      { type: 'tool_use', id: 'call_2', name: 'get_weather', input: { city: 'Rome' } },
+      { type: 'thinking', thinking: 'Done.', signature: 'sig-3' },
+    ]);
+  });
+
   it('puts thinking first, with an empty signature', () => {
     const rendered = render({ reasoning: 'The user greets me.', text: 'Hello!' });
     assert.deepEqual(rendered.content, [

@@ -211,6 +211,32 @@ describe('Anthropic Messages adapter against a fake upstream', () => {
     });
   });
 
+  it('notes which tool call a block of interleaved thinking came before', async () => {
+    upstream.handle((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          id: 'msg_4',
+          type: 'message',
+          role: 'assistant',
+          model: 'claude-sonnet-4-20250514',
+          content: [
+            { type: 'thinking', thinking: 'Paris first.', signature: 'sig-1' },
+            { type: 'tool_use', id: 'toolu_1', name: 'weather', input: { city: 'Paris' } },
+            { type: 'redacted_thinking', data: 'opaque' },
+            { type: 'tool_use', id: 'toolu_2', name: 'weather', input: { city: 'Rome' } },
+          ],
+          stop_reason: 'tool_use',
+          usage: { input_tokens: 30, output_tokens: 20 },
+        }),
+      );
+    });
+    const result = await adapter.generate(call());
+    assert.deepEqual(result.reasoningBlocks, [
+      { text: 'Paris first.', signature: 'sig-1' },
+      { text: '', redactedData: 'opaque', beforeToolCall: 1 },
+    ]);
+  });
+
   it("sends an earlier turn's signed thinking back before that turn's content, unsigned reasoning left out", async () => {
     upstream.handle((_request, response) => {
       response.writeHead(200, { 'content-type': 'application/json' }).end(

@@ -55,25 +55,30 @@ export function renderMessagesResult(
   summary: GenerationSummary,
 ): MessagesResult {
   const content: MessagesResultBlock[] = [];
-  if (result.reasoningBlocks) {
-    // The provider's own blocks, signatures included (Anthropic): the client sends them back with
-    // the turn's tool calls, and Anthropic refuses them altered.
-    for (const block of result.reasoningBlocks) {
+  // The provider's own reasoning blocks, signatures included (Anthropic), each in its place: the
+  // client sends them back with the turn's tool calls, and Anthropic refuses them altered.
+  const blocks = result.reasoningBlocks;
+  const reasoningBefore = (toolCall: number | undefined) => {
+    for (const block of blocks ?? []) {
+      if (block.beforeToolCall !== toolCall) continue;
       content.push(
         block.redactedData !== undefined
           ? { type: 'redacted_thinking', data: block.redactedData }
           : { type: 'thinking', thinking: block.text, signature: block.signature ?? '' },
       );
     }
-  } else if (result.reasoning !== '') {
+  };
+  if (blocks) reasoningBefore(undefined);
+  else if (result.reasoning !== '')
     content.push({ type: 'thinking', thinking: result.reasoning, signature: '' });
-  }
   if (result.text !== '') content.push({ type: 'text', text: result.text });
   // Anthropic has no refusal block: a refusal is what the model said, as text.
   if (result.refusal) content.push({ type: 'text', text: result.refusal });
-  for (const call of result.toolCalls) {
+  result.toolCalls.forEach((call, index) => {
+    if (blocks && index > 0) reasoningBefore(index);
     content.push({ type: 'tool_use', id: call.callId, name: call.name, input: toolInput(call.arguments) });
-  }
+  });
+  if (blocks && result.toolCalls.length > 0) reasoningBefore(result.toolCalls.length);
   const rendered: MessagesResult = {
     id: messageId(info.id),
     type: 'message',

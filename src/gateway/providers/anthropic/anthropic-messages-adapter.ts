@@ -1,4 +1,3 @@
-import type { ReasoningBlock } from '../../../spec/generation-request.js';
 import type { AdapterCall, ProviderAdapter } from '../../../spec/provider-adapter.js';
 import type { GenerationResult, StreamPart } from '../../../spec/stream-part.js';
 import { UpstreamError } from '../../../spec/upstream-error.js';
@@ -88,7 +87,9 @@ export function createAnthropicMessagesAdapter(options: {
         finishReason: mapAnthropicStopReason(message.stopReason),
         nativeFinishReason: message.stopReason ?? null,
       };
-      const reasoningBlocks: ReasoningBlock[] = [];
+      const reasoningBlocks: NonNullable<GenerationResult['reasoningBlocks']> = [];
+      // A block after a tool call (interleaved thinking) comes before the next one.
+      const anchor = () => (result.toolCalls.length > 0 ? { beforeToolCall: result.toolCalls.length } : {});
       for (const block of message.content) {
         if (block.type === 'text') result.text += block.text;
         else if (block.type === 'thinking') {
@@ -96,9 +97,10 @@ export function createAnthropicMessagesAdapter(options: {
           reasoningBlocks.push({
             text: block.thinking,
             ...(block.signature ? { signature: block.signature } : {}),
+            ...anchor(),
           });
         } else if (block.type === 'redacted_thinking') {
-          reasoningBlocks.push({ text: '', redactedData: block.data });
+          reasoningBlocks.push({ text: '', redactedData: block.data, ...anchor() });
         } else if (block.type === 'tool_use') {
           result.toolCalls.push({
             callId: block.id || `call_${result.toolCalls.length}`,
