@@ -72,14 +72,14 @@ const MAX_METADATA_VALUE_CHARS = 2_048;
 const stringOrNull = (value: unknown): string | null =>
   typeof value === 'string' && value.length > 0 ? value : typeof value === 'number' ? String(value) : null;
 
+/** An id of W3C Trace Context's shape: hex of its length, and not all zeros (which it calls invalid). */
+const validId = (shape: RegExp, text: string): boolean => shape.test(text) && /[1-9a-f]/i.test(text);
+
 /**
  * The request's `trace` (reference §3.3): ids a tracing tool accepts (32/16 hex) are used as given;
  * other strings are hashed into that shape (and kept as `external_trace_id`), so any client id
  * still groups its generations. Every other key is custom metadata.
  */
-/** An id of W3C Trace Context's shape: hex of its length, and not all zeros (which it calls invalid). */
-const validId = (shape: RegExp, text: string): boolean => shape.test(text) && /[1-9a-f]/i.test(text);
-
 export function traceOf(generationId: string, trace: Record<string, unknown> | null): BroadcastTrace {
   const given = trace ?? {};
   const externalTraceId = stringOrNull(given.trace_id);

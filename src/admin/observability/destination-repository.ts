@@ -50,6 +50,17 @@ const forDestination =
     return eb.or([own, eb.and([eb('status', '=', 'fanout'), eb('fanout', 'like', `%${destinationId}%`)])]);
   };
 
+/** A row whose config columns are still the ones read (a change computed from them is not stale). */
+const configIs =
+  (expected: Pick<DestinationRow, 'config' | 'secrets_ciphertext'>) =>
+  (eb: ExpressionBuilder<Database, 'observability_destinations'>) =>
+    eb.and([
+      eb('config', '=', expected.config),
+      expected.secrets_ciphertext === null
+        ? eb('secrets_ciphertext', 'is', null)
+        : eb('secrets_ciphertext', '=', expected.secrets_ciphertext),
+    ]);
+
 /** Data access for observability destinations and their outbox rows; nothing here knows HTTP. */
 export function createDestinationRepository(storage: Storage) {
   const { db, kind } = storage;
@@ -114,13 +125,7 @@ export function createDestinationRepository(storage: Storage) {
         .set(changes)
         .where('id', '=', id)
         .where('deleted_at', 'is', null);
-      if (expected) {
-        query = query.where('config', '=', expected.config);
-        query =
-          expected.secrets_ciphertext === null
-            ? query.where('secrets_ciphertext', 'is', null)
-            : query.where('secrets_ciphertext', '=', expected.secrets_ciphertext);
-      }
+      if (expected) query = query.where(configIs(expected));
       const result = await query.executeTakeFirst();
       if (Number(result.numUpdatedRows) === 0) return undefined;
       return this.findById(id);
@@ -140,16 +145,12 @@ export function createDestinationRepository(storage: Storage) {
       columns: Pick<DestinationRow, 'config' | 'secrets_ciphertext'>,
       expected: Pick<DestinationRow, 'config' | 'secrets_ciphertext'>,
     ): Promise<boolean> {
-      let query = db
+      const result = await db
         .updateTable('observability_destinations')
         .set(columns)
         .where('id', '=', id)
-        .where('config', '=', expected.config);
-      query =
-        expected.secrets_ciphertext === null
-          ? query.where('secrets_ciphertext', 'is', null)
-          : query.where('secrets_ciphertext', '=', expected.secrets_ciphertext);
-      const result = await query.executeTakeFirst();
+        .where(configIs(expected))
+        .executeTakeFirst();
       return Number(result.numUpdatedRows) > 0;
     },
 

@@ -33,10 +33,6 @@ function errorFromEvent(error: AnthropicErrorView, raw: string): UpstreamError {
   });
 }
 
-/**
- * Anthropic Messages (`POST /v1/messages`). Non-streamed calls read one message; streamed calls
- * read the typed SSE events (message_start, content blocks, message_delta, message_stop) into parts.
- */
 /** Ends a streamed tool call; one whose input came as no delta sends its start's input first. */
 function* closeCall(open: { index: number; input: unknown; streamed: boolean }): Generator<StreamPart> {
   if (!open.streamed) {
@@ -46,6 +42,10 @@ function* closeCall(open: { index: number; input: unknown; streamed: boolean }):
   yield { type: 'tool-call-end', index: open.index };
 }
 
+/**
+ * Anthropic Messages (`POST /v1/messages`). Non-streamed calls read one message; streamed calls
+ * read the typed SSE events (message_start, content blocks, message_delta, message_stop) into parts.
+ */
 export function createAnthropicMessagesAdapter(options: {
   http: UpstreamHttp;
   version?: string;

@@ -25,11 +25,6 @@ import {
 import { mapGeminiFinishReason } from './map-gemini-finish-reason.js';
 
 /**
- * An id for a function call Gemini sent without one (Gemini has no call ids before its 3.x models):
- * unique, not `call_<index>`, which repeats in every turn of a conversation, and a client that keys
- * results by id, or a fallback to a provider that refuses repeated ids (Anthropic), would collide.
- */
-/**
  * Gemini ends with MALFORMED_FUNCTION_CALL when the model wrote a function call it could not parse:
  * no answer, as every dialect tells it (a failure, which another candidate may get right), rather
  * than a completed turn with nothing in it.
@@ -41,6 +36,11 @@ const malformedCall = () =>
     kind: 'invalid-response',
   });
 
+/**
+ * An id for a function call Gemini sent without one (Gemini has no call ids before its 3.x models):
+ * unique, not `call_<index>`, which repeats in every turn of a conversation, and a client that keys
+ * results by id, or a fallback to a provider that refuses repeated ids (Anthropic), would collide.
+ */
 const newCallId = () => `call_${randomBytes(12).toString('base64url')}`;
 
 const headersOf = credentialHeadersOf((apiKey) => ({ 'x-goog-api-key': apiKey }));

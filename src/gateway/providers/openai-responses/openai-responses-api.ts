@@ -74,25 +74,15 @@ export type OpenAiResponsesOutputItemView =
   /** Reasoning: the summary texts, or the raw reasoning texts when a model sends those instead. */
   | { type: 'reasoning'; texts: string[] }
   | { type: 'function_call'; id?: string; callId: string; name: string; arguments: string }
-  /** Refusals aside, built-in tool calls (web search, file search…) and anything newer. */
+  /** Built-in tool calls (web search, file search…) and anything newer. */
   | { type: 'other' };
 
-function textsOf(parts: unknown, partType: string): string[] {
+function textsOf(parts: unknown, partType: string, field = 'text'): string[] {
   if (!Array.isArray(parts)) return [];
   return parts.flatMap((value) => {
     const part = asRecord(value);
-    const text = asString(part?.text);
+    const text = asString(part?.[field]);
     return part?.type === partType && text !== undefined ? [text] : [];
-  });
-}
-
-/** The `refusal` parts of a message's content (their text is in `refusal`, not `text`). */
-function refusalsOf(parts: unknown): string[] {
-  if (!Array.isArray(parts)) return [];
-  return parts.flatMap((value) => {
-    const part = asRecord(value);
-    const refusal = asString(part?.refusal);
-    return part?.type === 'refusal' && refusal !== undefined ? [refusal] : [];
   });
 }
 
@@ -103,7 +93,8 @@ export function readOpenAiResponsesOutputItem(value: unknown): OpenAiResponsesOu
       return {
         type: 'message',
         text: textsOf(item.content, 'output_text').join(''),
-        refusal: refusalsOf(item.content).join(''),
+        // A refusal part's text is in `refusal`, not `text`.
+        refusal: textsOf(item.content, 'refusal', 'refusal').join(''),
       };
     case 'reasoning': {
       const summary = textsOf(item.summary, 'summary_text');

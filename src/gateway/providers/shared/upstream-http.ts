@@ -624,24 +624,19 @@ export function errorFromText(reply: UpstreamText): UpstreamError {
 
 /**
  * A 2xx JSON answer to a streamed request: the error it carries (`{"error": {"message", "code"}}`,
- * the code as the status when it is an HTTP error status), or a bad answer to fail over from.
+ * or vLLM's `{"object": "error", "message", "code"}`), read as an error reply whose status is the
+ * code when that is an HTTP error status (else 502); without one, a bad answer to fail over from.
  */
 function errorFromJsonAnswer(reply: UpstreamText): UpstreamError {
   let error: { message?: unknown; code?: unknown } | string | undefined;
   try {
-    const body = JSON.parse(reply.text) as {
-      error?: typeof error;
-      object?: unknown;
-      message?: unknown;
-    } | null;
-    // OpenAI's `{"error": {...}}`, or vLLM's error object itself (`{"object": "error", "message", "code"}`).
-    error = body?.error ?? (body?.object === 'error' ? body : undefined);
+    const body = JSON.parse(reply.text) as { error?: typeof error; object?: unknown } | null;
+    error = body?.error ?? (body?.object === 'error' ? (body as typeof error) : undefined);
   } catch {
     // Not even JSON: the message below says what came.
   }
-  const message =
-    typeof error === 'string' ? error : typeof error?.message === 'string' ? error.message : null;
-  if (error === undefined || error === null || message === null) {
+  const hasMessage = typeof error === 'string' || typeof error?.message === 'string';
+  if (!hasMessage) {
     return new UpstreamError({
       message: `Upstream answered a streamed request with JSON (HTTP ${reply.status}), not an event stream`,
       kind: 'invalid-response',
@@ -651,13 +646,7 @@ function errorFromJsonAnswer(reply: UpstreamText): UpstreamError {
   const code = typeof error === 'object' ? error.code : undefined;
   const status =
     Number.isInteger(code) && (code as number) >= 400 && (code as number) <= 599 ? (code as number) : 502;
-  return new UpstreamError({
-    message,
-    kind: 'http',
-    status,
-    raw: reply.text.slice(0, 2000),
-    retryAfterSeconds: retryAfter(reply.headers),
-  });
+  return errorFromText({ ...reply, status });
 }
 
 /**
