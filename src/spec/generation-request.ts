@@ -14,14 +14,42 @@ export type ContentPart =
   | { type: 'audio'; data: string; format: string };
 
 /**
+ * Whose reasoning a signature or opaque data is: only the provider family that made it can read it
+ * (Anthropic refuses a Gemini signature, Gemini fails to decode an Anthropic one). The names are the
+ * API's `reasoning_details[].format` values.
+ */
+export const REASONING_FORMATS = [
+  'unknown',
+  'openai-responses-v1',
+  'azure-openai-responses-v1',
+  'bedrock-openai-responses-v1',
+  'bedrock-xai-responses-v1',
+  'xai-responses-v1',
+  'meta-responses-v1',
+  'anthropic-claude-v1',
+  'google-gemini-v1',
+] as const;
+export type ReasoningFormat = (typeof REASONING_FORMATS)[number];
+
+/** A format a client sent back; a name the gateway does not know is `unknown`, never a provider's. */
+export function reasoningFormatOf(name: string | null | undefined): ReasoningFormat | undefined {
+  if (name === undefined || name === null) return undefined;
+  return (REASONING_FORMATS as readonly string[]).includes(name) ? (name as ReasoningFormat) : 'unknown';
+}
+
+/**
  * Reasoning an earlier assistant turn carried, kept for the provider that made it: Anthropic wants a
  * turn's thinking blocks back, unchanged and with their signatures, when that turn called tools
- * with extended thinking on. `redactedData` is a redacted_thinking block's opaque data.
+ * with extended thinking on; Gemini wants the `thoughtSignature` of each function call back (its 3.x
+ * models refuse the turn without it). `redactedData` is a redacted_thinking block's opaque data.
+ * `format` says whose it is; absent where the client's wire format implies it (a Messages thinking
+ * block is Anthropic's).
  */
 export interface ReasoningBlock {
   text: string;
   signature?: string;
   redactedData?: string;
+  format?: ReasoningFormat;
 }
 
 export type InputItem =

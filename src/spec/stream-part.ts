@@ -1,5 +1,5 @@
 import type { FinishReason } from './finish-reason.js';
-import type { ReasoningBlock } from './generation-request.js';
+import type { ReasoningBlock, ReasoningFormat } from './generation-request.js';
 import type { UpstreamError } from './upstream-error.js';
 import type { Usage } from './usage.js';
 
@@ -14,10 +14,14 @@ export type StreamPart =
   | { type: 'reasoning-delta'; delta: string }
   /** The model declining to answer (OpenAI's `refusal`), as text of its own. */
   | { type: 'refusal-delta'; delta: string }
-  /** The signature that closes the reasoning streamed since the last one (Anthropic's signature_delta). */
-  | { type: 'reasoning-signature'; signature: string }
+  /**
+   * The signature that closes the reasoning streamed since the last one (Anthropic's signature_delta),
+   * or Gemini's `thoughtSignature` of the content it came with: `callId` names the tool call it
+   * belongs to (sent right after that call's start), absent for one that came with text.
+   */
+  | { type: 'reasoning-signature'; signature: string; format: ReasoningFormat; callId?: string }
   /** A reasoning block the provider sent encrypted (Anthropic's redacted_thinking), to be sent back as is. */
-  | { type: 'reasoning-redacted'; data: string }
+  | { type: 'reasoning-redacted'; data: string; format: ReasoningFormat }
   | { type: 'tool-call-start'; index: number; callId: string; name: string }
   | { type: 'tool-call-delta'; index: number; argumentsDelta: string }
   | { type: 'tool-call-end'; index: number }
@@ -35,10 +39,11 @@ export interface GenerationResult {
   /** The model's refusal (OpenAI's `refusal`), when it declined; absent or '' otherwise. */
   refusal?: string;
   /**
-   * The reasoning as the provider's blocks, with their signatures, when it signs them (Anthropic);
-   * `reasoning` is their text joined. A client sends them back with the turn's tool calls, in their
-   * place: `beforeToolCall` is the index of the tool call a block came right before (interleaved
-   * thinking), absent for blocks before the text.
+   * The reasoning as the provider's blocks, with their signatures, when it signs them (Anthropic,
+   * Gemini); `reasoning` is their text joined (a Gemini signature's block has no text). A client
+   * sends them back with the turn's tool calls, in their place: `beforeToolCall` is the index of the
+   * tool call a block came right before (interleaved thinking; a Gemini call's own signature), absent
+   * for blocks before the text.
    */
   reasoningBlocks?: Array<ReasoningBlock & { beforeToolCall?: number }>;
   toolCalls: Array<{ callId: string; name: string; arguments: string }>;

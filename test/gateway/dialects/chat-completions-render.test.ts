@@ -186,6 +186,41 @@ describe('chat-completions dialect: the non-streamed result', () => {
     });
     assert.equal(rendered.usage.completion_tokens, 2, 'what was produced is billed');
   });
+
+  it('lists signed reasoning as reasoning_details; with reasoning left out, only Gemini signatures', () => {
+    const signed = result({
+      text: '',
+      reasoning: 'Paris first.',
+      reasoningBlocks: [
+        { text: 'Paris first.', signature: 'sig-1', format: 'anthropic-claude-v1' },
+        { text: '', redactedData: 'opaque', format: 'anthropic-claude-v1', beforeToolCall: 1 },
+        { text: '', signature: 'g-sig', format: 'google-gemini-v1', beforeToolCall: 1 },
+        { text: 'unsigned', format: 'anthropic-claude-v1' },
+      ],
+      toolCalls: [
+        { callId: 'c0', name: 'weather', arguments: '{}' },
+        { callId: 'c1', name: 'weather', arguments: '{}' },
+      ],
+    });
+    assert.deepEqual(render(signed).choices[0].message.reasoning_details, [
+      {
+        type: 'reasoning.text',
+        text: 'Paris first.',
+        signature: 'sig-1',
+        format: 'anthropic-claude-v1',
+        index: 0,
+      },
+      { type: 'reasoning.encrypted', data: 'opaque', format: 'anthropic-claude-v1', index: 1 },
+      { type: 'reasoning.encrypted', data: 'g-sig', id: 'c1', format: 'google-gemini-v1', index: 2 },
+    ]);
+    const excluded = render(signed, summary(), { ...body, reasoning: { exclude: true } }).choices[0].message;
+    assert.equal(excluded.reasoning, null);
+    assert.deepEqual(excluded.reasoning_details, [
+      { type: 'reasoning.encrypted', data: 'g-sig', id: 'c1', format: 'google-gemini-v1', index: 0 },
+    ]);
+    // Plain reasoning text (an OpenAI-compatible model's) lists nothing: it has nothing to carry back.
+    assert.equal(render(result({ reasoning: 'hmm' })).choices[0].message.reasoning_details, undefined);
+  });
 });
 
 describe('chat-completions dialect: the error body before any output', () => {

@@ -207,7 +207,9 @@ describe('Anthropic Messages adapter against a fake upstream', () => {
       },
       finishReason: 'tool-calls',
       nativeFinishReason: 'tool_use',
-      reasoningBlocks: [{ text: 'The user wants Oslo too.', signature: 'EqQBCgIYAhIM' }],
+      reasoningBlocks: [
+        { text: 'The user wants Oslo too.', signature: 'EqQBCgIYAhIM', format: 'anthropic-claude-v1' },
+      ],
     });
   });
 
@@ -232,8 +234,8 @@ describe('Anthropic Messages adapter against a fake upstream', () => {
     });
     const result = await adapter.generate(call());
     assert.deepEqual(result.reasoningBlocks, [
-      { text: 'Paris first.', signature: 'sig-1' },
-      { text: '', redactedData: 'opaque', beforeToolCall: 1 },
+      { text: 'Paris first.', signature: 'sig-1', format: 'anthropic-claude-v1' },
+      { text: '', redactedData: 'opaque', format: 'anthropic-claude-v1', beforeToolCall: 1 },
     ]);
   });
 
@@ -331,17 +333,50 @@ describe('Anthropic Messages adapter against a fake upstream', () => {
       undefined,
     );
 
-    const budgeted = (await send({ reasoning: { maxTokens: 2000 }, maxOutputTokens: 8000 })).body;
+    // Thinking budgets on a conversation without an earlier tool turn (see the next test for one).
+    const asking = base.input.slice(0, 3);
+    const budgeted = (await send({ input: asking, reasoning: { maxTokens: 2000 }, maxOutputTokens: 8000 }))
+      .body;
     assert.deepEqual(budgeted.thinking, { type: 'enabled', budget_tokens: 2000 });
     assert.equal(budgeted.max_tokens, 8000);
-    const effort = (await send({ reasoning: { effort: 'medium' } })).body;
+    const effort = (await send({ input: asking, reasoning: { effort: 'medium' } })).body;
     assert.deepEqual(effort.thinking, { type: 'enabled', budget_tokens: 10_000 });
     assert.equal(effort.max_tokens, 14_096, 'the default answer room comes on top of the budget');
-    const clamped = (await send({ reasoning: { effort: 'high' }, maxOutputTokens: 3000 })).body;
+    const clamped = (await send({ input: asking, reasoning: { effort: 'high' }, maxOutputTokens: 3000 }))
+      .body;
     assert.deepEqual(clamped.thinking, { type: 'enabled', budget_tokens: 2999 });
-    const tooSmall = (await send({ reasoning: { effort: 'low' }, maxOutputTokens: 500 })).body;
+    const tooSmall = (await send({ input: asking, reasoning: { effort: 'low' }, maxOutputTokens: 500 })).body;
     assert.equal(tooSmall.thinking, undefined);
-    assert.equal((await send({ reasoning: { effort: 'none' } })).body.thinking, undefined);
+    assert.equal((await send({ input: asking, reasoning: { effort: 'none' } })).body.thinking, undefined);
+
+    // The last assistant turn called a tool without its signed thinking (a chat client that kept
+    // only the tool call): Anthropic would refuse thinking, so the request goes without it.
+    const unsigned = (await send({ reasoning: { effort: 'medium' } })).body;
+    assert.equal(unsigned.thinking, undefined);
+    assert.equal(unsigned.max_tokens, 4096, 'no budget on top of the answer room');
+    const signedTurn = base.input.map((item) =>
+      item.type === 'message' && item.role === 'assistant'
+        ? {
+            ...item,
+            reasoning: [{ text: 'Check first.', signature: 'sig-1', format: 'anthropic-claude-v1' as const }],
+          }
+        : item,
+    );
+    const signed = (await send({ input: signedTurn, reasoning: { effort: 'medium' } })).body;
+    assert.deepEqual(signed.thinking, { type: 'enabled', budget_tokens: 10_000 });
+    assert.deepEqual(signed.messages.at(-2).content[0], {
+      type: 'thinking',
+      thinking: 'Check first.',
+      signature: 'sig-1',
+    });
+    const geminiSigned = base.input.map((item) =>
+      item.type === 'function-call'
+        ? { ...item, reasoning: [{ text: '', signature: 'gemini-sig', format: 'google-gemini-v1' as const }] }
+        : item,
+    );
+    const fromGemini = (await send({ input: geminiSigned, reasoning: { effort: 'medium' } })).body;
+    assert.equal(fromGemini.thinking, undefined, "another provider's signature is never sent to Anthropic");
+    assert.ok(!JSON.stringify(fromGemini.messages).includes('gemini-sig'));
 
     // The target's own headers (an anthropic-beta flag, say) go along and may override the version.
     await adapter.generate(
@@ -409,7 +444,7 @@ describe('Anthropic Messages adapter against a fake upstream', () => {
     assert.deepEqual(parts, [
       { type: 'response-metadata', id: 'msg_01XFDUDYJgAACzvnptvVoYEL', model: 'claude-sonnet-4-20250514' },
       { type: 'reasoning-delta', delta: 'Two cities.' },
-      { type: 'reasoning-signature', signature: 'EqQBCgIYAhIM' },
+      { type: 'reasoning-signature', signature: 'EqQBCgIYAhIM', format: 'anthropic-claude-v1' },
       { type: 'text-delta', delta: 'Hel' },
       { type: 'text-delta', delta: 'lo' },
       { type: 'tool-call-start', index: 0, callId: 'toolu_01T1x1fJ34qAmk2tNTrN7Up6', name: 'weather' },

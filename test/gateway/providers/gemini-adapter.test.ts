@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
 import { after, before, describe, it } from 'node:test';
+import { SKIP_SIGNATURE_CHECK } from '../../../src/gateway/providers/gemini/convert-to-gemini-request.js';
 import { createGeminiAdapter } from '../../../src/gateway/providers/gemini/gemini-adapter.js';
 import { createUpstreamHttp } from '../../../src/gateway/providers/shared/upstream-http.js';
 import type { AdapterCall } from '../../../src/spec/provider-adapter.js';
@@ -273,7 +274,7 @@ describe('Gemini adapter against a fake upstream', () => {
     assert.equal(upstream.requests.length, sentBefore);
   });
 
-  it('reads a non-streamed function call with its thought signature left behind', async () => {
+  it('reads a non-streamed function call with its thought signature, kept for the next turn', async () => {
     upstream.handle((_request, response) =>
       reply(
         response,
@@ -316,6 +317,10 @@ describe('Gemini adapter against a fake upstream', () => {
         { name: 'time', arguments: '{}' },
       ],
     );
+    // The signature came on the first call's part: it is that call's, anchored before it.
+    assert.deepEqual(result.reasoningBlocks, [
+      { text: '', signature: 'CiQB0e2Kb0Xq1xPz', format: 'google-gemini-v1', beforeToolCall: 0 },
+    ]);
     const again = await adapter.generate(simple());
     assert.ok(!again.toolCalls.some((toolCall) => ids.includes(toolCall.callId)), 'ids repeat across turns');
     assert.equal(result.finishReason, 'tool-calls');
@@ -368,6 +373,13 @@ describe('Gemini adapter against a fake upstream', () => {
       { type: 'reasoning-delta', delta: '**Checking the forecast**\n' },
       { type: 'text-delta', delta: 'Let me ' },
       { type: 'text-delta', delta: 'check.' },
+      // The call's signature comes just before its start, naming it.
+      {
+        type: 'reasoning-signature',
+        signature: 'CikB0e2Kb7Uq',
+        format: 'google-gemini-v1',
+        callId: (started as { callId: string }).callId,
+      },
       { type: 'tool-call-start', index: 0, callId: (started as { callId: string }).callId, name: 'weather' },
       { type: 'tool-call-delta', index: 0, argumentsDelta: '{"city":"Oslo"}' },
       { type: 'tool-call-end', index: 0 },
@@ -382,6 +394,92 @@ describe('Gemini adapter against a fake upstream', () => {
         },
       },
       { type: 'finish', reason: 'tool-calls', nativeReason: 'STOP' },
+    ]);
+  });
+
+  it('streams a signature that came with text after that text, without a call', async () => {
+    upstream.handle((_request, response) =>
+      writeGeminiSse(response, [
+        chunk([{ text: 'Sunny.' }]),
+        chunk([{ text: '', thoughtSignature: 'Eg0KCwgB' }], { finishReason: 'STOP' }),
+      ]),
+    );
+    const parts = await collect(adapter.stream(simple()));
+    assert.deepEqual(
+      parts.filter((part) => part.type === 'text-delta' || part.type === 'reasoning-signature'),
+      [
+        { type: 'text-delta', delta: 'Sunny.' },
+        { type: 'reasoning-signature', signature: 'Eg0KCwgB', format: 'google-gemini-v1' },
+      ],
+    );
+  });
+
+  it("sends each thought signature back on its part, and a placeholder where a 3.x model's call has none", async () => {
+    upstream.handle((_request, response) =>
+      reply(response, 200, chunk([{ text: 'Done.' }], { finishReason: 'STOP' })),
+    );
+    const history = (model: string, signed: boolean): AdapterCall => {
+      const base = simple();
+      const gemini = (signature: string) =>
+        signed ? { reasoning: [{ text: '', signature, format: 'google-gemini-v1' as const }] } : {};
+      return {
+        ...base,
+        request: {
+          model,
+          input: [
+            {
+              type: 'message',
+              role: 'user',
+              content: [{ type: 'text', text: 'Weather in Paris and Rome?' }],
+            },
+            {
+              type: 'message',
+              role: 'assistant',
+              content: [{ type: 'text', text: 'Checking.' }],
+              ...gemini('text-sig'),
+            },
+            {
+              type: 'function-call',
+              callId: 'c1',
+              name: 'weather',
+              arguments: '{"city":"Paris"}',
+              ...gemini('call-sig'),
+            },
+            // Another provider's signature is never sent to Gemini.
+            {
+              type: 'function-call',
+              callId: 'c2',
+              name: 'weather',
+              arguments: '{"city":"Rome"}',
+              reasoning: [{ text: 'x', signature: 'anthropic-sig', format: 'anthropic-claude-v1' }],
+            },
+            { type: 'function-call-output', callId: 'c1', output: '{"temp":21}' },
+            { type: 'function-call-output', callId: 'c2', output: '{"temp":25}' },
+          ],
+        },
+      };
+    };
+    const modelTurn = async (call: AdapterCall) => {
+      await adapter.generate(call);
+      return (upstream.requests.at(-1)!.body as { contents: Array<{ parts: unknown[] }> }).contents[1]!.parts;
+    };
+    assert.deepEqual(await modelTurn(history('gemini-3-pro-preview', true)), [
+      { text: 'Checking.', thoughtSignature: 'text-sig' },
+      { functionCall: { name: 'weather', args: { city: 'Paris' } }, thoughtSignature: 'call-sig' },
+      { functionCall: { name: 'weather', args: { city: 'Rome' } } },
+    ]);
+    // A 3.x model refuses a call in history without a signature; the documented placeholder goes
+    // on the step's first call.
+    assert.deepEqual(await modelTurn(history('gemini-3-pro-preview', false)), [
+      { text: 'Checking.' },
+      { functionCall: { name: 'weather', args: { city: 'Paris' } }, thoughtSignature: SKIP_SIGNATURE_CHECK },
+      { functionCall: { name: 'weather', args: { city: 'Rome' } } },
+    ]);
+    // Models from before the check get none they were not given.
+    assert.deepEqual(await modelTurn(history('gemini-2.5-flash', false)), [
+      { text: 'Checking.' },
+      { functionCall: { name: 'weather', args: { city: 'Paris' } } },
+      { functionCall: { name: 'weather', args: { city: 'Rome' } } },
     ]);
   });
 

@@ -65,6 +65,38 @@ const ToolCallSchema = Type.Object({
   function: Type.Object({ name: Type.String({ minLength: 1 }), arguments: Type.String() }),
 });
 
+const optionalText = Type.Optional(nullable(Type.String()));
+/** Whose reasoning an entry is; a name the gateway does not know reads as `unknown`. */
+const ReasoningFormatSchema = Type.Optional(nullable(Type.String({ maxLength: 64 })));
+
+/** One `reasoning_details` entry of an earlier assistant turn, as the gateway returned it. */
+const ReasoningDetailSchema = taggedUnion({
+  'reasoning.text': Type.Object({
+    type: Type.Literal('reasoning.text'),
+    text: optionalText,
+    signature: optionalText,
+    format: ReasoningFormatSchema,
+    id: optionalText,
+  }),
+  'reasoning.encrypted': Type.Object({
+    type: Type.Literal('reasoning.encrypted'),
+    data: Type.String(),
+    format: ReasoningFormatSchema,
+    id: optionalText,
+  }),
+  'reasoning.summary': Type.Object({
+    type: Type.Literal('reasoning.summary'),
+    summary: Type.String(),
+    format: ReasoningFormatSchema,
+    id: optionalText,
+  }),
+  'reasoning.server_tool_call': Type.Object({
+    type: Type.Literal('reasoning.server_tool_call'),
+    format: ReasoningFormatSchema,
+    id: optionalText,
+  }),
+});
+
 /**
  * One schema for every role; the role-specific rules (a tool message's `tool_call_id`, text-only
  * system content) are checked by `parse`, whose messages can say which role needs what.
@@ -75,8 +107,10 @@ const MessageSchema = Type.Object({
   name: Type.Optional(Type.String()),
   tool_calls: Type.Optional(nullable(Type.Array(ToolCallSchema))),
   tool_call_id: Type.Optional(Type.String({ minLength: 1 })),
-  /** Reasoning text of an earlier assistant turn: accepted, not forwarded (canonical input has no slot). */
+  /** Reasoning text of an earlier assistant turn: accepted, not forwarded (what travels back is below). */
   reasoning: Type.Optional(nullable(Type.String())),
+  /** An earlier assistant turn's signed reasoning, sent back to the provider that made it. */
+  reasoning_details: Type.Optional(nullable(Type.Array(ReasoningDetailSchema))),
 });
 
 export type MessageBody = Static<typeof MessageSchema>;

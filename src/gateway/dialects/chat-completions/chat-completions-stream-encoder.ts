@@ -3,6 +3,7 @@ import type { StreamPart } from '../../../spec/stream-part.js';
 import type { GenerationFailure, GenerationInfo, GenerationSummary, StreamEncoder } from '../dialect.js';
 import { standardError } from '../shared/error-envelope.js';
 import type { ChatCompletionsBody } from './chat-completions-schema.js';
+import { StreamedReasoningDetails } from './chat-reasoning-details.js';
 import { chatUsage, mapChatFinishReason } from './chat-usage.js';
 import { showsReasoning } from './render-chat-completion.js';
 
@@ -30,6 +31,8 @@ export function createChatCompletionsStreamEncoder(
   const deltaHead = `${head}[{"index":0,"delta":{"role":"assistant",`;
   const deltaTail = '},"finish_reason":null,"native_finish_reason":null,"logprobs":null}]}\n\n';
   const reasoningShown = showsReasoning(body);
+  // Made at the first reasoning: most streams have none, and pay nothing for it.
+  let details: StreamedReasoningDetails | undefined;
   let finishReason: FinishReason = 'stop';
   let nativeFinishReason: string | null = null;
   let closed = false;
@@ -51,9 +54,17 @@ export function createChatCompletionsStreamEncoder(
         case 'text-delta':
           return part.delta === '' ? '' : `${deltaHead}"content":${JSON.stringify(part.delta)}${deltaTail}`;
         case 'reasoning-delta':
+          details ??= new StreamedReasoningDetails(reasoningShown);
+          details.next(part);
           return part.delta === '' || !reasoningShown
             ? ''
             : `${deltaHead}"reasoning":${JSON.stringify(part.delta)}${deltaTail}`;
+        case 'reasoning-signature':
+        case 'reasoning-redacted': {
+          details ??= new StreamedReasoningDetails(reasoningShown);
+          const detail = details.next(part);
+          return detail ? `${deltaHead}"reasoning_details":[${JSON.stringify(detail)}]${deltaTail}` : '';
+        }
         case 'refusal-delta':
           return part.delta === '' ? '' : `${deltaHead}"refusal":${JSON.stringify(part.delta)}${deltaTail}`;
         case 'tool-call-start':

@@ -2,6 +2,7 @@ import type { ContentPart, InputItem } from '../../../spec/generation-request.js
 import { invalidParameter } from '../shared/invalid-parameter.js';
 import { contentUrlProblem, isBase64, isContentUrl } from '../shared/request-rules.js';
 import type { ContentPartBody, MessageBody } from './chat-completions-schema.js';
+import { attachReasoningDetails } from './chat-reasoning-details.js';
 
 /**
  * Chat messages → canonical input items. System and developer messages stay messages with their
@@ -92,16 +93,19 @@ export function convertChatMessages(messages: MessageBody[]): InputItem[] {
         if (content.length === 0 && typeof refusal === 'string' && refusal !== '')
           content = [{ type: 'text', text: refusal }];
         const calls = message.tool_calls ?? [];
+        const turn: InputItem[] = [];
         // An empty assistant turn says nothing, and some upstreams refuse empty content: skip it.
-        if (content.length > 0) items.push({ type: 'message', role: 'assistant', content });
+        if (content.length > 0) turn.push({ type: 'message', role: 'assistant', content });
         for (const call of calls) {
-          items.push({
+          turn.push({
             type: 'function-call',
             callId: call.id,
             name: call.function.name,
             arguments: call.function.arguments,
           });
         }
+        if (message.reasoning_details) attachReasoningDetails(message.reasoning_details, turn);
+        items.push(...turn);
         return;
       }
       case 'tool': {

@@ -2,6 +2,7 @@ import type { GenerationResult } from '../../../spec/stream-part.js';
 import type { GenerationFailure, GenerationInfo, GenerationSummary } from '../dialect.js';
 import { standardError } from '../shared/error-envelope.js';
 import type { ChatCompletionsBody } from './chat-completions-schema.js';
+import { renderReasoningDetails } from './chat-reasoning-details.js';
 import { chatUsage, mapChatFinishReason } from './chat-usage.js';
 
 /**
@@ -31,12 +32,15 @@ export function renderChatCompletion(
     type: 'function' as const,
     function: { name: call.name, arguments: call.arguments },
   }));
+  const shown = showsReasoning(body);
+  const details = result.reasoningBlocks ? renderReasoningDetails(result, shown) : undefined;
   const message = {
     role: 'assistant' as const,
     // OpenAI clients expect null, not "", when the turn is only tool calls or a refusal.
     content: result.text === '' && (toolCalls.length > 0 || result.refusal) ? null : result.text,
     refusal: result.refusal ? result.refusal : null,
-    reasoning: result.reasoning !== '' && showsReasoning(body) ? result.reasoning : null,
+    reasoning: result.reasoning !== '' && shown ? result.reasoning : null,
+    ...(details ? { reasoning_details: details } : {}),
     ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
   };
   const choice = {

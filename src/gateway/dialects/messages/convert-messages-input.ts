@@ -2,6 +2,7 @@ import type { ContentPart, InputItem, ReasoningBlock } from '../../../spec/gener
 import { invalidParameter } from '../shared/invalid-parameter.js';
 import { isBase64 } from '../shared/request-rules.js';
 import type { MessagesBody, MessagesContentBlock } from './messages-body-schema.js';
+import { readMessagesSignature } from './messages-wire.js';
 
 type Message = MessagesBody['messages'][number];
 type BlockOf<Type extends MessagesContentBlock['type']> = Extract<MessagesContentBlock, { type: Type }>;
@@ -53,8 +54,9 @@ function toolResultText(content: BlockOf<'tool_result'>['content']): string {
  * One Anthropic turn as canonical items, in order: runs of text, image and document blocks become
  * messages of the turn's role, each `tool_use` a function call and each `tool_result` a function
  * output between them. Tool calls belong to the assistant and results to the user, as Anthropic
- * requires. Thinking blocks are dropped: their signatures only verify against the model that
- * wrote them, and the canonical request has no item to carry them to another.
+ * requires. Thinking blocks travel as the `reasoning` of the item that follows them; a signature
+ * with another provider's format ahead of it (`google-gemini-v1:…`, as the gateway renders one) is
+ * read as that provider's.
  */
 function convertMessage(message: Message, at: string, items: InputItem[]): void {
   const { role } = message;
@@ -123,7 +125,7 @@ function convertMessage(message: Message, at: string, items: InputItem[]): void 
         flush();
         reasoning.push({
           text: block.thinking,
-          ...(block.signature !== undefined ? { signature: block.signature } : {}),
+          ...(block.signature !== undefined ? readMessagesSignature(block.signature) : {}),
         });
         break;
       case 'redacted_thinking':

@@ -3,7 +3,7 @@ import type { StreamPart } from '../../../spec/stream-part.js';
 import type { GenerationFailure, GenerationInfo, GenerationSummary, StreamEncoder } from '../dialect.js';
 import type { MessagesBody } from './messages-body-schema.js';
 import { messagesErrorObject } from './messages-errors.js';
-import { messageId, messagesUsage, stopReason } from './messages-wire.js';
+import { messageId, messagesSignature, messagesUsage, stopReason } from './messages-wire.js';
 
 /**
  * Anthropic names every frame (`event: <type>`) and repeats the type in the data
@@ -99,7 +99,10 @@ export function createMessagesStreamEncoder(body: MessagesBody, info: Generation
                 { type: 'thinking', thinking: '', signature: '' },
               );
         if (open?.kind === 'thinking') open.signed = true;
-        return opening + delta({ type: 'signature_delta', signature: part.signature });
+        return (
+          opening +
+          delta({ type: 'signature_delta', signature: messagesSignature(part.signature, part.format) })
+        );
       }
       case 'reasoning-redacted':
         return openBlock({ kind: 'redacted' }, { type: 'redacted_thinking', data: part.data });

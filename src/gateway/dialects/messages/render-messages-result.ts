@@ -2,7 +2,13 @@ import { pathTooDeepIn } from '../../../platform/json-depth.js';
 import type { GenerationResult } from '../../../spec/stream-part.js';
 import type { GenerationInfo, GenerationSummary } from '../dialect.js';
 import type { MessagesBody } from './messages-body-schema.js';
-import { type MessagesUsage, messageId, messagesUsage, stopReason } from './messages-wire.js';
+import {
+  type MessagesUsage,
+  messageId,
+  messagesSignature,
+  messagesUsage,
+  stopReason,
+} from './messages-wire.js';
 
 export type MessagesResultBlock =
   /** The provider's signature when it signs its reasoning (Anthropic); '' otherwise, which SDKs accept. */
@@ -64,18 +70,24 @@ export function renderMessagesResult(
       content.push(
         block.redactedData !== undefined
           ? { type: 'redacted_thinking', data: block.redactedData }
-          : { type: 'thinking', thinking: block.text, signature: block.signature ?? '' },
+          : {
+              type: 'thinking',
+              thinking: block.text,
+              signature:
+                block.signature === undefined ? '' : messagesSignature(block.signature, block.format),
+            },
       );
     }
   };
-  if (blocks) reasoningBefore(undefined);
-  else if (result.reasoning !== '')
+  // Reasoning text the blocks do not hold (Gemini's signatures come apart from its thought text).
+  if (result.reasoning !== '' && !blocks?.some((block) => block.text !== ''))
     content.push({ type: 'thinking', thinking: result.reasoning, signature: '' });
+  if (blocks) reasoningBefore(undefined);
   if (result.text !== '') content.push({ type: 'text', text: result.text });
   // Anthropic has no refusal block: a refusal is what the model said, as text.
   if (result.refusal) content.push({ type: 'text', text: result.refusal });
   result.toolCalls.forEach((call, index) => {
-    if (blocks && index > 0) reasoningBefore(index);
+    if (blocks) reasoningBefore(index);
     content.push({ type: 'tool_use', id: call.callId, name: call.name, input: toolInput(call.arguments) });
   });
   if (blocks && result.toolCalls.length > 0) reasoningBefore(result.toolCalls.length);

@@ -1,4 +1,9 @@
-import type { ContentPart, InputItem } from '../../../spec/generation-request.js';
+import {
+  type ContentPart,
+  type InputItem,
+  type ReasoningBlock,
+  reasoningFormatOf,
+} from '../../../spec/generation-request.js';
 import { invalidParameter } from '../shared/invalid-parameter.js';
 import { contentUrlProblem, isBase64 } from '../shared/request-rules.js';
 import type { ResponsesInputItem } from './responses-body-schema.js';
@@ -9,9 +14,10 @@ import type { ResponsesInputItem } from './responses-body-schema.js';
  * (`body.input.2.content.0.image_url is required`).
  *
  * Accepted: messages (`type` absent or `message`; roles user, assistant, system, developer;
- * content as text or parts), `function_call`, `function_call_output`. `reasoning` items from an
- * earlier turn are dropped: the canonical request has no place for them and providers that need
- * reasoning continuity need it encrypted, which only the original provider can read.
+ * content as text or parts), `function_call`, `function_call_output`. A `reasoning` item from an
+ * earlier turn travels as the `reasoning` of the message or function call after it, with what the
+ * provider signed (`signature`, `encrypted_content`, `format`), so that a provider that wants its
+ * reasoning back gets it; one followed by neither is dropped.
  */
 export function convertResponsesInput(input: string | ResponsesInputItem[]): InputItem[] {
   if (typeof input === 'string') {
@@ -20,9 +26,21 @@ export function convertResponsesInput(input: string | ResponsesInputItem[]): Inp
   }
   if (input.length === 0) throw invalidParameter('body.input', 'must not be empty');
   const items: InputItem[] = [];
+  let reasoning: ReasoningBlock[] = [];
   input.forEach((item, index) => {
-    const converted = convertItem(item, `body.input.${index}`);
-    if (converted) items.push(converted);
+    const path = `body.input.${index}`;
+    if (item.type === 'reasoning') {
+      const block = reasoningBlock(item, path);
+      if (block) reasoning.push(block);
+      return;
+    }
+    const converted = convertItem(item, path);
+    if (!converted) return;
+    if (reasoning.length > 0 && converted.type !== 'function-call-output') {
+      converted.reasoning = reasoning;
+      reasoning = [];
+    }
+    items.push(converted);
   });
   if (items.length === 0) throw invalidParameter('body.input', 'must contain at least one message');
   return items;
@@ -48,8 +66,6 @@ function convertItem(item: ResponsesInputItem, path: string): InputItem | null {
         callId: requiredText(item, 'call_id', path),
         output: functionOutput(item.output, `${path}.output`),
       };
-    case 'reasoning':
-      return null;
     case 'item_reference':
       throw invalidParameter(
         `${path}.type`,
@@ -61,6 +77,35 @@ function convertItem(item: ResponsesInputItem, path: string): InputItem | null {
         `${JSON.stringify(type)} is not supported; use message, function_call or function_call_output`,
       );
   }
+}
+
+/**
+ * A reasoning item sent back: its text (`content`'s reasoning_text parts) with Anthropic's
+ * `signature`, or its `encrypted_content` (Gemini's thought signature, anyone else's redacted
+ * reasoning). Unsigned reasoning carries nothing a provider reads back, and is left out.
+ */
+function reasoningBlock(item: ResponsesInputItem, path: string): ReasoningBlock | undefined {
+  const signature = optionalText(item, 'signature', path);
+  const encrypted = optionalText(item, 'encrypted_content', path);
+  const format = reasoningFormatOf(optionalText(item, 'format', path));
+  if (signature === undefined && encrypted === undefined) return undefined;
+  const withFormat = format !== undefined ? { format } : {};
+  if (encrypted !== undefined) {
+    return format === 'google-gemini-v1'
+      ? { text: '', signature: encrypted, ...withFormat }
+      : { text: '', redactedData: encrypted, ...withFormat };
+  }
+  const content = item.content;
+  if (content !== undefined && content !== null && !Array.isArray(content))
+    throw invalidParameter(`${path}.content`, 'must be an array of reasoning_text parts');
+  const text = (content ?? [])
+    .map((part, index) => {
+      const partPath = `${path}.content.${index}`;
+      if (!isObject(part)) throw invalidParameter(partPath, 'must be object');
+      return part.type === 'reasoning_text' ? (optionalText(part, 'text', partPath) ?? '') : '';
+    })
+    .join('');
+  return { text, signature, ...withFormat };
 }
 
 function convertMessage(item: ResponsesInputItem, path: string): InputItem | null {

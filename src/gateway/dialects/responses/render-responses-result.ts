@@ -7,13 +7,16 @@ import {
   lastItemStatus,
   type OutputItem,
   outcomeOfFinish,
+  type ReasoningSeal,
   type ResponseObject,
+  sealOf,
 } from './response-object.js';
 import type { ResponsesBody } from './responses-body-schema.js';
 
 /**
- * A non-streamed generation as a Response: a reasoning item first (when there was reasoning), the
- * message (when there was text), then one function_call item per tool call. When the output was
+ * A non-streamed generation as a Response: reasoning items first (when there was reasoning; one per
+ * signed block), the message (when there was text), then one function_call item per tool call,
+ * each after the signed reasoning that led to it. When the output was
  * cut short the last item is `incomplete`, as OpenAI marks it.
  */
 export function renderResponsesResult(
@@ -25,15 +28,26 @@ export function renderResponsesResult(
   const outcome = outcomeOfFinish(result.finishReason);
   const ids = itemIds(info.id);
   const output: OutputItem[] = [];
-  if (result.reasoning) {
+  let reasonings = 0;
+  const reasoningItem = (text: string, seal: ReasoningSeal | undefined) =>
     output.push({
       type: 'reasoning',
-      id: ids.reasoning(0),
+      id: ids.reasoning(reasonings++),
       status: 'completed',
       summary: [],
-      content: [{ type: 'reasoning_text', text: result.reasoning }],
+      content: [{ type: 'reasoning_text', text }],
+      ...seal,
     });
-  }
+  // The provider's signed blocks, each an item of its own, in its place (before the call it led to).
+  const blocks = result.reasoningBlocks;
+  const reasoningBefore = (toolCall: number | undefined) => {
+    for (const block of blocks ?? [])
+      if (block.beforeToolCall === toolCall) reasoningItem(block.text, sealOf(block));
+  };
+  // Reasoning text the blocks do not hold (Gemini's signatures come apart from its thought text).
+  if (result.reasoning && !blocks?.some((block) => block.text !== ''))
+    reasoningItem(result.reasoning, undefined);
+  reasoningBefore(undefined);
   let messages = 0;
   if (result.text) {
     output.push({
@@ -55,6 +69,7 @@ export function renderResponsesResult(
     });
   }
   result.toolCalls.forEach((call, index) => {
+    reasoningBefore(index);
     output.push({
       type: 'function_call',
       id: ids.functionCall(index),

@@ -1,4 +1,5 @@
 import type { FinishReason } from '../../../spec/finish-reason.js';
+import type { ReasoningFormat } from '../../../spec/generation-request.js';
 import type { GenerationInfo, GenerationSummary } from '../dialect.js';
 import { billedCost, costSplit } from '../shared/usage-cost.js';
 import type { ResponsesBody } from './responses-body-schema.js';
@@ -31,12 +32,37 @@ export interface MessageItem {
 }
 
 /** Reasoning travels as `reasoning_text` content (raw reasoning); `summary` stays empty. */
-export interface ReasoningItem {
+export interface ReasoningItem extends ReasoningSeal {
   type: 'reasoning';
   id: string;
   status: ItemStatus;
   summary: Array<{ type: 'summary_text'; text: string }>;
   content: Array<{ type: 'reasoning_text'; text: string }>;
+}
+
+/**
+ * What a provider signed in a reasoning item, which the client sends back in the next request's
+ * `input` ahead of the item it preceded: Anthropic's thinking `signature`; as `encrypted_content`,
+ * Anthropic's redacted thinking or Gemini's thought signature. `format` says whose.
+ */
+export interface ReasoningSeal {
+  signature?: string;
+  encrypted_content?: string;
+  format?: ReasoningFormat;
+}
+
+/** A signed block's seal: Gemini's signature and redacted data are opaque content, Anthropic's a signature. */
+export function sealOf(block: {
+  signature?: string;
+  redactedData?: string;
+  format?: ReasoningFormat;
+}): ReasoningSeal | undefined {
+  const format = block.format ?? 'unknown';
+  if (block.redactedData !== undefined) return { encrypted_content: block.redactedData, format };
+  if (block.signature === undefined) return undefined;
+  return format === 'google-gemini-v1'
+    ? { encrypted_content: block.signature, format }
+    : { signature: block.signature, format };
 }
 
 export interface FunctionCallItem {

@@ -1,4 +1,5 @@
 import type { FinishReason } from '../../../spec/finish-reason.js';
+import type { ReasoningBlock } from '../../../spec/generation-request.js';
 import type { StreamPart } from '../../../spec/stream-part.js';
 import type { GenerationFailure, GenerationInfo, GenerationSummary, StreamEncoder } from '../dialect.js';
 import {
@@ -15,7 +16,9 @@ import {
   type OutputItem,
   outcomeOfFinish,
   type ReasoningItem,
+  type ReasoningSeal,
   type ResponseEcho,
+  sealOf,
 } from './response-object.js';
 import type { ResponsesBody } from './responses-body-schema.js';
 import { isLengthFailure, responsesErrorCode } from './responses-errors.js';
@@ -45,6 +48,8 @@ interface OpenText {
   idJson: string;
   outputIndex: number;
   text: string;
+  /** A reasoning item's signature or opaque content, which closes it. */
+  seal?: ReasoningSeal;
 }
 
 interface OpenCall {
@@ -104,6 +109,10 @@ class ResponsesStreamEncoder implements StreamEncoder {
         return part.delta ? this.#textDelta('reasoning', part.delta) : '';
       case 'refusal-delta':
         return part.delta ? this.#textDelta('refusal', part.delta) : '';
+      case 'reasoning-signature':
+        return this.#seal({ text: '', signature: part.signature, format: part.format });
+      case 'reasoning-redacted':
+        return this.#seal({ text: '', redactedData: part.data, format: part.format });
       case 'tool-call-start':
         return this.#callStart(part.index, part.callId, part.name);
       case 'tool-call-delta':
@@ -172,6 +181,25 @@ class ResponsesStreamEncoder implements StreamEncoder {
     if (kind === 'refusal')
       return `${frames}data: {"type":"response.refusal.delta","sequence_number":${this.#sequence++},"item_id":${open.idJson},"output_index":${open.outputIndex},"content_index":0,"delta":${JSON.stringify(delta)}}\n\n`;
     return `${frames}data: {"type":"response.reasoning_text.delta","sequence_number":${this.#sequence++},"item_id":${open.idJson},"output_index":${open.outputIndex},"content_index":0,"delta":${JSON.stringify(delta)}}\n\n`;
+  }
+
+  /**
+   * A signature (or redacted block) closes the reasoning streamed since the last one: the open
+   * reasoning item, or an empty one opened for it (Gemini signs a function call, not a thought).
+   */
+  #seal(block: ReasoningBlock): string {
+    const seal = sealOf(block);
+    if (!seal) return '';
+    let frames = '';
+    let open = this.#open;
+    if (open?.kind !== 'reasoning') {
+      frames = this.#close('completed') + this.#releaseHeld('completed');
+      const opened = this.#openText('reasoning');
+      frames += opened.frames;
+      open = opened.item;
+    }
+    open.seal = seal;
+    return frames + this.#close('completed');
   }
 
   #openText(kind: OpenText['kind']): { item: OpenText; frames: string } {
@@ -311,7 +339,7 @@ class ResponsesStreamEncoder implements StreamEncoder {
     let part: Record<string, unknown>;
     if (open.kind === 'reasoning') {
       const reasoning = { type: 'reasoning_text' as const, text };
-      item = { type: 'reasoning', id, status, summary: [], content: [reasoning] };
+      item = { type: 'reasoning', id, status, summary: [], content: [reasoning], ...open.seal };
       done = { type: 'response.reasoning_text.done', fields: { text } };
       part = reasoning;
     } else {

@@ -21,6 +21,9 @@ import { mapAnthropicStopReason } from './map-anthropic-stop-reason.js';
  * The API version every request names (https://docs.anthropic.com/en/api/versioning); still the
  * current one, and new features arrive as `anthropic-beta` headers on top of it.
  */
+/** Whose thinking blocks these are, for the dialects that tell clients (`reasoning_details[].format`). */
+const ANTHROPIC_FORMAT = 'anthropic-claude-v1' as const;
+
 export const ANTHROPIC_VERSION = '2023-06-01';
 
 /** An error event, with the status Anthropic would have sent for it before the stream began. */
@@ -97,10 +100,11 @@ export function createAnthropicMessagesAdapter(options: {
           reasoningBlocks.push({
             text: block.thinking,
             ...(block.signature ? { signature: block.signature } : {}),
+            format: ANTHROPIC_FORMAT,
             ...anchor(),
           });
         } else if (block.type === 'redacted_thinking') {
-          reasoningBlocks.push({ text: '', redactedData: block.data, ...anchor() });
+          reasoningBlocks.push({ text: '', redactedData: block.data, format: ANTHROPIC_FORMAT, ...anchor() });
         } else if (block.type === 'tool_use') {
           result.toolCalls.push({
             callId: block.id || `call_${result.toolCalls.length}`,
@@ -164,7 +168,7 @@ export function createAnthropicMessagesAdapter(options: {
               yield { type: 'reasoning-delta', delta: block.thinking };
             } else if (block.type === 'redacted_thinking' && block.data) {
               guard.output();
-              yield { type: 'reasoning-redacted', data: block.data };
+              yield { type: 'reasoning-redacted', data: block.data, format: ANTHROPIC_FORMAT };
             }
           } else if (event.type === 'content_block_delta') {
             const delta = event.delta;
@@ -175,7 +179,7 @@ export function createAnthropicMessagesAdapter(options: {
               guard.output();
               yield { type: 'reasoning-delta', delta: delta.thinking };
             } else if (delta.type === 'signature_delta' && delta.signature) {
-              yield { type: 'reasoning-signature', signature: delta.signature };
+              yield { type: 'reasoning-signature', signature: delta.signature, format: ANTHROPIC_FORMAT };
             } else if (delta.type === 'input_json_delta' && delta.partialJson) {
               const open = openCalls.get(event.index);
               if (open !== undefined) {

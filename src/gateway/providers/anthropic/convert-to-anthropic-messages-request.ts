@@ -141,11 +141,13 @@ function convertPart(part: ContentPart): AnthropicContentBlock | undefined {
 /**
  * An assistant turn's reasoning as Anthropic's blocks, unchanged. Only signed thinking (and redacted
  * thinking) goes back: Anthropic checks the signature and refuses a thinking block without one
- * (reasoning another provider produced, say), which is dropped instead.
+ * (reasoning another provider produced, say), which is dropped instead, as is anything another
+ * provider signed (a block without a format came in Anthropic's own wire format).
  */
 function thinkingBlocks(reasoning: readonly ReasoningBlock[] | undefined): AnthropicContentBlock[] {
   if (!reasoning) return [];
   return reasoning.flatMap((block): AnthropicContentBlock[] => {
+    if (block.format !== undefined && block.format !== 'anthropic-claude-v1') return [];
     if (block.redactedData !== undefined) return [{ type: 'redacted_thinking', data: block.redactedData }];
     return block.signature ? [{ type: 'thinking', thinking: block.text, signature: block.signature }] : [];
   });
@@ -223,6 +225,21 @@ function thinkingBudget(reasoning: ReasoningOptions | undefined, explicitMax: nu
 }
 
 /**
+ * Whether the conversation's last assistant turn called tools without the thinking it began with.
+ * With thinking on, Anthropic refuses such a turn ("a final assistant message must start with a
+ * thinking block"): a client that did not send the signed thinking back (most chat clients keep
+ * only text and tool calls), or a turn another provider answered. That request is sent without
+ * thinking, which Anthropic accepts, rather than failed.
+ */
+function lastToolTurnUnsigned(messages: readonly AnthropicMessage[]): boolean {
+  let last: AnthropicMessage | undefined;
+  for (const message of messages) if (message.role === 'assistant') last = message;
+  if (!last?.content.some((block) => block.type === 'tool_use')) return false;
+  const first = last.content[0]?.type;
+  return first !== 'thinking' && first !== 'redacted_thinking';
+}
+
+/**
  * A tool's parameters as Anthropic's `input_schema`, which must be an object schema: a schema that
  * leaves out `type` (`{}` accepts any arguments, and arguments are always an object) gets
  * `type: "object"`; one that names another type cannot describe a tool's arguments.
@@ -258,7 +275,9 @@ export function convertToAnthropicMessagesRequest(
   options: { stream: boolean },
 ): Record<string, unknown> {
   const { system, messages } = convertToAnthropicMessages(request.instructions, request.input);
-  const thinking = planThinking(request);
+  let thinking = planThinking(request);
+  if (thinking.budget !== undefined && lastToolTurnUnsigned(messages))
+    thinking = { budget: undefined, maxTokens: request.maxOutputTokens ?? DEFAULT_MAX_TOKENS };
   const body: Record<string, unknown> = { model: request.model, max_tokens: thinking.maxTokens };
   if (system !== undefined) body.system = system;
   body.messages = messages;

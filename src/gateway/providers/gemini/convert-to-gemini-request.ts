@@ -1,16 +1,52 @@
 import { pathTooDeepIn } from '../../../platform/json-depth.js';
-import type { ContentPart, GenerationRequest, InputItem } from '../../../spec/generation-request.js';
+import type {
+  ContentPart,
+  GenerationRequest,
+  InputItem,
+  ReasoningBlock,
+} from '../../../spec/generation-request.js';
 import { UnsupportedRequestError } from '../../../spec/upstream-error.js';
 import { standardBase64 } from '../shared/base64-data.js';
 import { argumentsObject } from '../shared/function-arguments.js';
 import { sendsToolChoice } from '../shared/tool-choice.js';
 
-type GeminiPart =
+type GeminiPart = (
   | { text: string }
   | { inlineData: { mimeType: string; data: string } }
   | { fileData: { mimeType: string; fileUri: string } }
   | { functionCall: { name: string; args: Record<string, unknown> } }
-  | { functionResponse: { name: string; response: Record<string, unknown> } };
+  | { functionResponse: { name: string; response: Record<string, unknown> } }
+) & { thoughtSignature?: string };
+
+/**
+ * What Gemini takes in place of a function call's thought signature that was never received (a
+ * conversation begun with another model, or a client that dropped it): its 3.x models refuse a
+ * function call in history without one ("missing a thought_signature"), and the docs name this
+ * value as the one that skips the check. https://ai.google.dev/gemini-api/docs/thought-signatures
+ */
+export const SKIP_SIGNATURE_CHECK = 'skip_thought_signature_validator';
+
+/** Models from before thought signatures were checked, which are sent none that Gemini did not give. */
+const UNCHECKED_MODELS = /^(?:models\/)?gemini-(?:1|2)[.-]/i;
+
+/** The Gemini thought signature an item's reasoning carries; another provider's is never sent. */
+function geminiSignature(reasoning: readonly ReasoningBlock[] | undefined): string | undefined {
+  if (!reasoning) return undefined;
+  for (const block of reasoning)
+    if (block.format === 'google-gemini-v1' && block.signature) return block.signature;
+  return undefined;
+}
+
+/** A model turn's first function call gets a placeholder signature if none of its calls has one. */
+function signFunctionCalls(contents: GeminiContent[]): void {
+  for (const content of contents) {
+    if (content.role !== 'model') continue;
+    const calls = content.parts.filter((part) => 'functionCall' in part);
+    const [first] = calls;
+    if (first && !calls.some((part) => part.thoughtSignature !== undefined))
+      first.thoughtSignature = SKIP_SIGNATURE_CHECK;
+  }
+}
 
 interface GeminiContent {
   role: 'user' | 'model';
@@ -105,10 +141,21 @@ export function convertToGeminiContents(input: InputItem[]): GeminiContent[] {
   for (const item of input) {
     if (item.type === 'message') {
       if (item.role === 'system' || item.role === 'developer') continue;
-      append(item.role === 'assistant' ? 'model' : 'user', item.content.map(convertPart));
+      const parts = item.content.map(convertPart);
+      // A text's signature came on the last part Gemini sent, and goes back there.
+      const signature = item.role === 'assistant' ? geminiSignature(item.reasoning) : undefined;
+      const last = [...parts].reverse().find((part) => !('text' in part) || part.text !== '');
+      if (signature !== undefined && last) last.thoughtSignature = signature;
+      append(item.role === 'assistant' ? 'model' : 'user', parts);
     } else if (item.type === 'function-call') {
       callNames.set(item.callId, item.name);
-      append('model', [{ functionCall: { name: item.name, args: argumentsObject(item) } }]);
+      const signature = geminiSignature(item.reasoning);
+      append('model', [
+        {
+          functionCall: { name: item.name, args: argumentsObject(item) },
+          ...(signature !== undefined ? { thoughtSignature: signature } : {}),
+        },
+      ]);
     } else {
       append('user', [
         {
@@ -196,6 +243,7 @@ function generationConfig(request: GenerationRequest): Record<string, unknown> {
  */
 export function convertToGeminiRequest(request: GenerationRequest): Record<string, unknown> {
   const contents = convertToGeminiContents(request.input);
+  if (!UNCHECKED_MODELS.test(request.model)) signFunctionCalls(contents);
   if (contents.length === 0) {
     throw new UnsupportedRequestError(
       'The conversation has no user or model content: Gemini needs at least one turn besides the system instruction',

@@ -43,6 +43,8 @@ const malformedCall = () =>
  */
 const newCallId = () => `call_${randomBytes(12).toString('base64url')}`;
 
+const GEMINI_FORMAT = 'google-gemini-v1' as const;
+
 const headersOf = credentialHeadersOf((apiKey) => ({ 'x-goog-api-key': apiKey }));
 const headersFor = (call: AdapterCall) => headersOf(call.target);
 
@@ -111,7 +113,17 @@ export function createGeminiAdapter(options: { http: UpstreamHttp }): ProviderAd
       let text = '';
       let reasoning = '';
       const toolCalls: GenerationResult['toolCalls'] = [];
+      // Signatures go back on the part they came with: a call's before that call, a text's with the text.
+      const reasoningBlocks: NonNullable<GenerationResult['reasoningBlocks']> = [];
       for (const part of candidate.parts) {
+        if (part.signature !== undefined) {
+          reasoningBlocks.push({
+            text: '',
+            signature: part.signature,
+            format: GEMINI_FORMAT,
+            ...(part.type === 'function-call' ? { beforeToolCall: toolCalls.length } : {}),
+          });
+        }
         if (part.type === 'text') text += part.text;
         else if (part.type === 'reasoning') reasoning += part.text;
         else {
@@ -127,6 +139,7 @@ export function createGeminiAdapter(options: { http: UpstreamHttp }): ProviderAd
         model: identity.model ?? null,
         text,
         reasoning,
+        ...(reasoningBlocks.length > 0 ? { reasoningBlocks } : {}),
         toolCalls,
         usage,
         finishReason: mapGeminiFinishReason(candidate.finishReason, {
@@ -170,14 +183,26 @@ export function createGeminiAdapter(options: { http: UpstreamHttp }): ProviderAd
           if (!candidate) continue;
           for (const part of candidate.parts) {
             guard.output();
-            if (part.type === 'text') yield { type: 'text-delta', delta: part.text };
-            else if (part.type === 'reasoning') yield { type: 'reasoning-delta', delta: part.text };
-            else {
+            if (part.type === 'function-call') {
               const index = toolCalls++;
-              yield { type: 'tool-call-start', index, callId: part.id ?? newCallId(), name: part.name };
+              const callId = part.id ?? newCallId();
+              // A call's signature goes just before its start, as the reasoning that led to it.
+              if (part.signature !== undefined)
+                yield {
+                  type: 'reasoning-signature',
+                  signature: part.signature,
+                  format: GEMINI_FORMAT,
+                  callId,
+                };
+              yield { type: 'tool-call-start', index, callId, name: part.name };
               yield { type: 'tool-call-delta', index, argumentsDelta: JSON.stringify(part.args) };
               yield { type: 'tool-call-end', index };
+              continue;
             }
+            if (part.text !== '')
+              yield { type: part.type === 'text' ? 'text-delta' : 'reasoning-delta', delta: part.text };
+            if (part.signature !== undefined)
+              yield { type: 'reasoning-signature', signature: part.signature, format: GEMINI_FORMAT };
           }
           if (candidate.finishReason) finish = candidate.finishReason;
         }

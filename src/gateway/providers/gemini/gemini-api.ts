@@ -14,12 +14,17 @@ const asString = (value: unknown): string | undefined => (typeof value === 'stri
 /** A token count; Infinity (what JSON.parse makes of 1e999) is kept: billing caps counts at the context. */
 const asCount = (value: unknown): number => (typeof value === 'number' && value > 0 ? value : 0);
 
-/** One content part of the first candidate, in the order Gemini sent them. */
-export type GeminiPartView =
+/**
+ * One content part of the first candidate, in the order Gemini sent them. `signature` is the part's
+ * `thoughtSignature`, which the next turn must carry back on the same part (a text part may hold
+ * nothing but a signature).
+ */
+export type GeminiPartView = (
   | { type: 'text'; text: string }
   /** A part marked `thought: true`: a thought summary, sent only with `includeThoughts`. */
   | { type: 'reasoning'; text: string }
-  | { type: 'function-call'; id?: string; name: string; args: Record<string, unknown> };
+  | { type: 'function-call'; id?: string; name: string; args: Record<string, unknown> }
+) & { signature?: string };
 
 export interface GeminiCandidateView {
   parts: GeminiPartView[];
@@ -36,6 +41,8 @@ export function readGeminiCandidate(reply: unknown): GeminiCandidateView | undef
   for (const raw of Array.isArray(rawParts) ? rawParts : []) {
     const part = asRecord(raw);
     if (!part) continue;
+    const signature = asString(part.thoughtSignature) || undefined;
+    const signed = signature !== undefined ? { signature } : {};
     const call = asRecord(part.functionCall);
     if (call) {
       const id = asString(call.id);
@@ -44,11 +51,13 @@ export function readGeminiCandidate(reply: unknown): GeminiCandidateView | undef
         ...(id !== undefined ? { id } : {}),
         name: asString(call.name) ?? '',
         args: asRecord(call.args) ?? {},
+        ...signed,
       });
       continue;
     }
-    const text = asString(part.text);
-    if (text) parts.push({ type: part.thought === true ? 'reasoning' : 'text', text });
+    const text = asString(part.text) ?? '';
+    if (text || signature !== undefined)
+      parts.push({ type: part.thought === true ? 'reasoning' : 'text', text, ...signed });
   }
   const view: GeminiCandidateView = { parts };
   const finish = asString(candidate.finishReason);

@@ -1,0 +1,161 @@
+import {
+  type InputItem,
+  type ReasoningBlock,
+  type ReasoningFormat,
+  reasoningFormatOf,
+} from '../../../spec/generation-request.js';
+import type { GenerationResult, StreamPart } from '../../../spec/stream-part.js';
+
+/**
+ * `reasoning_details` on chat messages (the reference's `ChatReasoningDetails`): the reasoning a
+ * provider signed, which the client sends back with the turn so that the next request carries it
+ * to the same provider. Anthropic refuses a tool-using turn without its signed thinking while
+ * thinking is on; Gemini's 3.x models refuse a function call without its thought signature.
+ *
+ * - Anthropic's signed thinking is `reasoning.text` with its `signature`; redacted thinking is
+ *   `reasoning.encrypted` with its `data`.
+ * - A Gemini thought signature is `reasoning.encrypted` whose `data` is the signature, with the `id`
+ *   of the tool call it belongs to (none for one that came with text).
+ *
+ * Only what must travel back is listed; plain reasoning text is the message's `reasoning`. With
+ * reasoning left out (`reasoning.exclude`) only Gemini's signatures, which hold no text, are listed:
+ * Anthropic's thinking goes back whole or not at all, and a turn sent back without it is sent to
+ * Anthropic without thinking (convert-to-anthropic-messages-request.ts).
+ */
+export type ReasoningDetail =
+  | {
+      type: 'reasoning.text';
+      text: string;
+      signature: string | null;
+      format: ReasoningFormat;
+      index: number;
+    }
+  | { type: 'reasoning.encrypted'; data: string; id?: string; format: ReasoningFormat; index: number };
+
+const GEMINI: ReasoningFormat = 'google-gemini-v1';
+
+/** One block as its entry, or nothing when it cannot be shown. */
+function detailOf(
+  block: ReasoningBlock,
+  callId: string | undefined,
+  index: number,
+  shown: boolean,
+): ReasoningDetail | undefined {
+  const format = block.format ?? 'unknown';
+  // Left out whole: a turn's thinking goes back complete or not at all (Anthropic refuses a part).
+  if (!shown && format !== GEMINI) return undefined;
+  if (block.redactedData !== undefined)
+    return { type: 'reasoning.encrypted', data: block.redactedData, format, index };
+  if (block.signature === undefined) return undefined;
+  if (format === GEMINI)
+    return {
+      type: 'reasoning.encrypted',
+      data: block.signature,
+      ...(callId !== undefined ? { id: callId } : {}),
+      format,
+      index,
+    };
+  return { type: 'reasoning.text', text: block.text, signature: block.signature, format, index };
+}
+
+/** A whole generation's entries, in the order its blocks came; undefined when there are none. */
+export function renderReasoningDetails(
+  result: GenerationResult,
+  shown: boolean,
+): ReasoningDetail[] | undefined {
+  const details: ReasoningDetail[] = [];
+  for (const block of result.reasoningBlocks ?? []) {
+    const callId =
+      block.beforeToolCall !== undefined ? result.toolCalls[block.beforeToolCall]?.callId : undefined;
+    const detail = detailOf(block, callId, details.length, shown);
+    if (detail) details.push(detail);
+  }
+  return details.length > 0 ? details : undefined;
+}
+
+/**
+ * The streamed form: each entry whole, in the chunk where its signature (or redacted block) arrived;
+ * the thinking text an Anthropic signature covers is what streamed as `reasoning` since the last one.
+ */
+export class StreamedReasoningDetails {
+  #text = '';
+  #count = 0;
+
+  constructor(private readonly shown: boolean) {}
+
+  /** Notes a part; returns the entry it completes, if any. */
+  next(part: StreamPart): ReasoningDetail | undefined {
+    if (part.type === 'reasoning-delta') {
+      this.#text += part.delta;
+      return undefined;
+    }
+    let block: ReasoningBlock;
+    if (part.type === 'reasoning-signature')
+      block = { text: this.#text, signature: part.signature, format: part.format };
+    else if (part.type === 'reasoning-redacted')
+      block = { text: '', redactedData: part.data, format: part.format };
+    else return undefined;
+    this.#text = '';
+    const callId = part.type === 'reasoning-signature' ? part.callId : undefined;
+    const detail = detailOf(block, callId, this.#count, this.shown);
+    if (detail) this.#count += 1;
+    return detail;
+  }
+}
+
+/** What a client may send back: the reference's four entry types, checked by the schema. */
+export interface ReasoningDetailBody {
+  type: string;
+  text?: string | null;
+  signature?: string | null;
+  data?: string;
+  summary?: string;
+  format?: string | null;
+  id?: string | null;
+}
+
+/** One entry sent back as a block; summaries and server tool calls carry nothing a provider reads back. */
+function blockOf(detail: ReasoningDetailBody): ReasoningBlock | undefined {
+  const format = reasoningFormatOf(detail.format);
+  const withFormat = format !== undefined ? { format } : {};
+  if (detail.type === 'reasoning.encrypted' && typeof detail.data === 'string') {
+    // Gemini's opaque value is a thought signature; everyone else's is a redacted block.
+    if (format === GEMINI) return { text: '', signature: detail.data, ...withFormat };
+    return { text: '', redactedData: detail.data, ...withFormat };
+  }
+  if (detail.type === 'reasoning.text') {
+    const signature = detail.signature ?? undefined;
+    return { text: detail.text ?? '', ...(signature ? { signature } : {}), ...withFormat };
+  }
+  return undefined;
+}
+
+/**
+ * An assistant turn's `reasoning_details` onto its items: an entry whose `id` is one of the turn's
+ * tool call ids travels with that call; the rest with the turn's first item (reasoning comes
+ * before what it led to). `items` are the turn's message and function calls, in order.
+ */
+export function attachReasoningDetails(details: readonly ReasoningDetailBody[], items: InputItem[]): void {
+  const first = items[0];
+  if (!first || first.type === 'function-call-output') return;
+  const byCall = new Map<string, ReasoningBlock[]>();
+  const leading: ReasoningBlock[] = [];
+  const callIds = new Set(items.flatMap((item) => (item.type === 'function-call' ? [item.callId] : [])));
+  for (const detail of details) {
+    const block = blockOf(detail);
+    if (!block) continue;
+    const id = detail.id ?? undefined;
+    if (id !== undefined && callIds.has(id)) {
+      const list = byCall.get(id) ?? [];
+      list.push(block);
+      byCall.set(id, list);
+    } else leading.push(block);
+  }
+  items.forEach((item, position) => {
+    if (item.type === 'function-call-output') return;
+    const own = item.type === 'function-call' ? (byCall.get(item.callId) ?? []) : [];
+    const blocks = position === 0 ? [...leading, ...own] : own;
+    if (item.type === 'function-call') byCall.delete(item.callId);
+    if (blocks.length > 0) item.reasoning = blocks;
+  });
+}
