@@ -322,6 +322,7 @@ describe('signed reasoning round trips through chat completions and responses (o
       } else {
         const first = await client.chat.completions.create({ ...gemini3, messages: [question] });
         const message = first.choices[0]!.message as OpenAI.ChatCompletionMessage & {
+          reasoning?: string;
           reasoning_details?: Array<Record<string, unknown>>;
         };
         assert.equal(message.reasoning, 'The user wants the weather.');
