@@ -440,6 +440,58 @@ describe('responses dialect: stream', () => {
     assert.deepEqual(accumulate(events).output, completed.output);
   });
 
+  it('closes a reasoning item with what the provider signed, and opens one for a signature alone', () => {
+    const { text } = encode([
+      // Anthropic: signed thinking, then a redacted block, then the call.
+      { type: 'reasoning-delta', delta: 'Paris first.' },
+      { type: 'reasoning-signature', signature: 'sig-1', format: 'anthropic-claude-v1' },
+      { type: 'reasoning-redacted', data: 'opaque', format: 'anthropic-claude-v1' },
+      { type: 'tool-call-start', index: 0, callId: 'c0', name: 'weather' },
+      { type: 'tool-call-delta', index: 0, argumentsDelta: '{}' },
+      { type: 'tool-call-end', index: 0 },
+      // Gemini: the next call's signature just before it, then a text's after the text.
+      { type: 'reasoning-signature', signature: 'g-call', format: 'google-gemini-v1', callId: 'c1' },
+      { type: 'tool-call-start', index: 1, callId: 'c1', name: 'weather' },
+      { type: 'tool-call-delta', index: 1, argumentsDelta: '{}' },
+      { type: 'tool-call-end', index: 1 },
+      { type: 'text-delta', delta: 'Done.' },
+      { type: 'reasoning-signature', signature: 'g-text', format: 'google-gemini-v1' },
+      ...finish('tool-calls'),
+    ]);
+    const events = frames(text);
+    checkSequence(events);
+    const output = events.at(-1).response.output;
+    assert.deepEqual(accumulate(events).output, output);
+    const shape = (item: any) =>
+      item.type === 'reasoning'
+        ? {
+            text: item.content[0]?.text,
+            signature: item.signature,
+            encrypted: item.encrypted_content,
+            format: item.format,
+          }
+        : item.type === 'function_call'
+          ? { call: item.call_id }
+          : { message: item.content[0].text };
+    assert.deepEqual(output.map(shape), [
+      { text: 'Paris first.', signature: 'sig-1', encrypted: undefined, format: 'anthropic-claude-v1' },
+      { text: '', signature: undefined, encrypted: 'opaque', format: 'anthropic-claude-v1' },
+      { call: 'c0' },
+      { text: '', signature: undefined, encrypted: 'g-call', format: 'google-gemini-v1' },
+      { call: 'c1' },
+      { message: 'Done.' },
+      { text: '', signature: undefined, encrypted: 'g-text', format: 'google-gemini-v1' },
+    ]);
+    // Each reasoning item's done event carries its seal, as the final response does.
+    const done = events.filter(
+      (event) => event.type === 'response.output_item.done' && event.item.type === 'reasoning',
+    );
+    assert.deepEqual(
+      done.map((event) => event.item),
+      output.filter((item: any) => item.type === 'reasoning'),
+    );
+  });
+
   it('gives a message that resumes after a tool call its own item and id', () => {
     const { text } = encode([
       { type: 'text-delta', delta: 'Let me check.' },
