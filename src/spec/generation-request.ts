@@ -42,8 +42,7 @@ export function reasoningFormatOf(name: string | null | undefined): ReasoningFor
  * turn's thinking blocks back, unchanged and with their signatures, when that turn called tools
  * with extended thinking on; Gemini wants the `thoughtSignature` of each function call back (its 3.x
  * models refuse the turn without it). `redactedData` is a redacted_thinking block's opaque data.
- * `format` says whose it is; absent where the client's wire format implies it (a Messages thinking
- * block is Anthropic's).
+ * `format` says whose it is; a block without one is nobody's, and no provider is sent it.
  */
 export interface ReasoningBlock {
   text: string;

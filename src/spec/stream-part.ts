@@ -17,7 +17,7 @@ export type StreamPart =
   /**
    * The signature that closes the reasoning streamed since the last one (Anthropic's signature_delta),
    * or Gemini's `thoughtSignature` of the content it came with: `callId` names the tool call it
-   * belongs to (sent right after that call's start), absent for one that came with text.
+   * belongs to (sent just before that call's start), absent for one that came with text.
    */
   | { type: 'reasoning-signature'; signature: string; format: ReasoningFormat; callId?: string }
   /** A reasoning block the provider sent encrypted (Anthropic's redacted_thinking), to be sent back as is. */

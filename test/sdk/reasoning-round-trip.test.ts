@@ -140,7 +140,7 @@ function geminiUpstream(request: RecordedRequest, response: ServerResponse): voi
   let parts: Array<Record<string, unknown>>;
   if (modelTurn) {
     const call = modelTurn.parts.find((part) => 'functionCall' in part);
-    if (call?.thoughtSignature !== GEMINI_SIGNATURE) {
+    if (call && call.thoughtSignature !== GEMINI_SIGNATURE) {
       json(response, 400, {
         error: {
           code: 400,
@@ -372,15 +372,28 @@ describe('signed reasoning round trips through chat completions and responses (o
     });
     assert.equal(bad.status, 400, bad.text);
     assert.match(bad.body.error.message, /body\.messages\.1\.reasoning_details\.0\.data/);
-    const wrongType = await gateway.request('POST', '/api/v1/chat/completions', {
+    const noType = await gateway.request('POST', '/api/v1/chat/completions', {
       headers: { authorization: `Bearer ${key}` },
       body: {
         model: 'google/gemini-3-flash-preview',
-        messages: [question, { role: 'assistant', content: 'x', reasoning_details: [{ type: 'thinking' }] }],
+        messages: [question, { role: 'assistant', content: 'x', reasoning_details: [{ text: 'x' }] }],
       },
     });
-    assert.equal(wrongType.status, 400, wrongType.text);
-    assert.match(wrongType.body.error.message, /reasoning_details\.0\.type/);
+    assert.equal(noType.status, 400, noType.text);
+    assert.match(noType.body.error.message, /reasoning_details\.0\.type/);
+    // An entry of a type the gateway does not know is passed over: clients echo the list verbatim.
+    const otherType = await gateway.request('POST', '/api/v1/chat/completions', {
+      headers: { authorization: `Bearer ${key}` },
+      body: {
+        model: 'google/gemini-3-flash-preview',
+        messages: [
+          question,
+          { role: 'assistant', content: 'x', reasoning_details: [{ type: 'reasoning.future', blob: 1 }] },
+          { role: 'user', content: 'and?' },
+        ],
+      },
+    });
+    assert.equal(otherType.status, 200, otherType.text);
     // A Gemini signature labelled with a format the gateway does not know never reaches Gemini.
     const before = gemini.requests.length;
     const unknown = await gateway.request('POST', '/api/v1/chat/completions', {
@@ -448,7 +461,8 @@ describe('signed reasoning round trips through chat completions and responses (o
           status: 'completed',
           summary: [],
           content: [{ type: 'reasoning_text', text: '' }],
-          encrypted_content: REDACTED,
+          // Labelled with its format: typed clients drop `format` and keep `encrypted_content`.
+          encrypted_content: `anthropic-claude-v1:${REDACTED}`,
           format: 'anthropic-claude-v1',
         },
       ],
@@ -487,7 +501,7 @@ describe('signed reasoning round trips through chat completions and responses (o
       ['reasoning', 'reasoning', 'function_call'],
     );
     const sealed = first.output[1] as unknown as Record<string, unknown>;
-    assert.equal(sealed.encrypted_content, GEMINI_SIGNATURE);
+    assert.equal(sealed.encrypted_content, `google-gemini-v1:${GEMINI_SIGNATURE}`);
     assert.equal(sealed.format, 'google-gemini-v1');
     const call = first.output[2] as OpenAI.Responses.ResponseFunctionToolCall;
     const second = await client.responses.create({

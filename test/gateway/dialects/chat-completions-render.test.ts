@@ -210,7 +210,8 @@ describe('chat-completions dialect: the non-streamed result', () => {
         format: 'anthropic-claude-v1',
         index: 0,
       },
-      { type: 'reasoning.encrypted', data: 'opaque', format: 'anthropic-claude-v1', index: 1 },
+      // Thinking between two calls goes back with the second.
+      { type: 'reasoning.encrypted', data: 'opaque', id: 'c1', format: 'anthropic-claude-v1', index: 1 },
       { type: 'reasoning.encrypted', data: 'g-sig', id: 'c1', format: 'google-gemini-v1', index: 2 },
     ]);
     const excluded = render(signed, summary(), { ...body, reasoning: { exclude: true } }).choices[0].message;

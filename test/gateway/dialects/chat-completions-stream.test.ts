@@ -153,6 +153,57 @@ describe('chat-completions dialect: the SSE stream', () => {
     assert.equal(hidden.length, 3);
   });
 
+  it('streams signed reasoning as whole reasoning_details entries, interleaved thinking with its call id', () => {
+    const A = 'anthropic-claude-v1' as const;
+    const parts: StreamPart[] = [
+      { type: 'reasoning-delta', delta: 'Paris ' },
+      { type: 'reasoning-delta', delta: 'first.' },
+      { type: 'reasoning-signature', signature: 'sig-1', format: A },
+      { type: 'tool-call-start', index: 0, callId: 'c0', name: 'weather' },
+      { type: 'tool-call-end', index: 0 },
+      // Thinking between two calls waits for the next call's start to carry its id.
+      { type: 'reasoning-delta', delta: 'Rome next.' },
+      { type: 'reasoning-signature', signature: 'sig-2', format: A },
+      { type: 'reasoning-redacted', data: 'opaque', format: A },
+      { type: 'tool-call-start', index: 1, callId: 'c1', name: 'weather' },
+      { type: 'tool-call-end', index: 1 },
+      // What no call follows goes out before the finish.
+      { type: 'reasoning-delta', delta: 'Done.' },
+      { type: 'reasoning-signature', signature: 'sig-3', format: A },
+    ];
+    const chunks = (requestBody: typeof body) => frames(encode(parts, { summary: summary() }, requestBody));
+    const details = (requestBody: typeof body) =>
+      chunks(requestBody).flatMap((chunk) => chunk.choices?.[0]?.delta?.reasoning_details ?? []);
+    assert.deepEqual(details(body), [
+      { type: 'reasoning.text', text: 'Paris first.', signature: 'sig-1', format: A, index: 0 },
+      { type: 'reasoning.text', text: 'Rome next.', signature: 'sig-2', id: 'c1', format: A, index: 1 },
+      { type: 'reasoning.encrypted', data: 'opaque', id: 'c1', format: A, index: 2 },
+      { type: 'reasoning.text', text: 'Done.', signature: 'sig-3', format: A, index: 3 },
+    ]);
+    // The waiting entries go out just before the call they precede, and the last before the finish.
+    const order = chunks(body).map((chunk) => {
+      const delta = chunk.choices?.[0]?.delta ?? {};
+      return delta.reasoning_details
+        ? `details:${delta.reasoning_details.length}`
+        : delta.tool_calls
+          ? `call:${delta.tool_calls[0].id}`
+          : (chunk.choices?.[0]?.finish_reason ?? (delta.reasoning ? 'reasoning' : 'other'));
+    });
+    assert.deepEqual(order.slice(0, 8), [
+      'reasoning',
+      'reasoning',
+      'details:1',
+      'call:c0',
+      'reasoning',
+      'details:2',
+      'call:c1',
+      'reasoning',
+    ]);
+    assert.deepEqual(order.slice(8, 10), ['details:1', 'stop']);
+    // Reasoning left out: Anthropic's thinking goes back whole or not at all.
+    assert.deepEqual(details({ ...body, reasoning: { exclude: true } }), []);
+  });
+
   it('streams tool calls as OpenAI tool_call deltas that accumulate into the arguments', () => {
     const chunks = frames(
       encode(

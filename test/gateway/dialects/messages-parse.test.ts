@@ -168,8 +168,8 @@ describe('messages dialect: parsing a request', () => {
         content: [{ type: 'text', text: 'Checking both.' }],
         // Signatures and redacted data unchanged: Anthropic checks them when they come back.
         reasoning: [
-          { text: 'Two cities, two calls.', signature: 'EqQBCgIYAhIM' },
-          { text: '', redactedData: 'EmwKAhgBEgy3va3p' },
+          { text: 'Two cities, two calls.', signature: 'EqQBCgIYAhIM', format: 'anthropic-claude-v1' },
+          { text: '', redactedData: 'EmwKAhgBEgy3va3p', format: 'anthropic-claude-v1' },
         ],
       },
       { type: 'function-call', callId: 'toolu_01', name: 'get_weather', arguments: '{"city":"Paris"}' },

@@ -197,6 +197,48 @@ describe('responses dialect: result', () => {
     assert.equal(response.output[1].type, 'message');
   });
 
+  it('renders signed blocks as reasoning items in their places, thinking after the last call last', () => {
+    const A = 'anthropic-claude-v1' as const;
+    const response = render(
+      {},
+      result({
+        text: '',
+        reasoning: 'One. Two. Three.',
+        reasoningBlocks: [
+          { text: 'One.', signature: 's1', format: A },
+          { text: 'Two.', signature: 's2', format: A, beforeToolCall: 1 },
+          { text: 'Three.', signature: 's3', format: A, beforeToolCall: 2 },
+        ],
+        toolCalls: [
+          { callId: 'c0', name: 'f', arguments: '{}' },
+          { callId: 'c1', name: 'f', arguments: '{}' },
+        ],
+        finishReason: 'tool-calls',
+      }),
+    );
+    assert.deepEqual(
+      response.output.map((item: any) => (item.type === 'reasoning' ? item.signature : item.call_id)),
+      ['s1', 'c0', 's2', 'c1', 's3'],
+    );
+    // Gemini's signature holds no text: its thought text is an item of its own, first.
+    const gemini = render(
+      {},
+      result({
+        text: '',
+        reasoning: 'Thinking.',
+        reasoningBlocks: [{ text: '', signature: 'g', format: 'google-gemini-v1', beforeToolCall: 0 }],
+        toolCalls: [{ callId: 'c0', name: 'f', arguments: '{}' }],
+        finishReason: 'tool-calls',
+      }),
+    );
+    assert.deepEqual(
+      gemini.output.map((item: any) =>
+        item.type === 'reasoning' ? (item.encrypted_content ?? item.content[0].text) : item.call_id,
+      ),
+      ['Thinking.', 'google-gemini-v1:g', 'c0'],
+    );
+  });
+
   it('is incomplete when the output hit the token limit or a content filter', () => {
     const cut = render({ max_output_tokens: 5 }, result({ finishReason: 'length' }));
     assert.equal(cut.status, 'incomplete');

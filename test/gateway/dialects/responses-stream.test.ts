@@ -475,12 +475,17 @@ describe('responses dialect: stream', () => {
           : { message: item.content[0].text };
     assert.deepEqual(output.map(shape), [
       { text: 'Paris first.', signature: 'sig-1', encrypted: undefined, format: 'anthropic-claude-v1' },
-      { text: '', signature: undefined, encrypted: 'opaque', format: 'anthropic-claude-v1' },
+      {
+        text: '',
+        signature: undefined,
+        encrypted: 'anthropic-claude-v1:opaque',
+        format: 'anthropic-claude-v1',
+      },
       { call: 'c0' },
-      { text: '', signature: undefined, encrypted: 'g-call', format: 'google-gemini-v1' },
+      { text: '', signature: undefined, encrypted: 'google-gemini-v1:g-call', format: 'google-gemini-v1' },
       { call: 'c1' },
       { message: 'Done.' },
-      { text: '', signature: undefined, encrypted: 'g-text', format: 'google-gemini-v1' },
+      { text: '', signature: undefined, encrypted: 'google-gemini-v1:g-text', format: 'google-gemini-v1' },
     ]);
     // Each reasoning item's done event carries its seal, as the final response does.
     const done = events.filter(

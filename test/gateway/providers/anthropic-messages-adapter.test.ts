@@ -268,10 +268,12 @@ describe('Anthropic Messages adapter against a fake upstream', () => {
               name: 'weather',
               arguments: '{"city":"Paris"}',
               reasoning: [
-                { text: 'Two cities.', signature: 'EqQBCgIYAhIM' },
-                { text: '', redactedData: 'EmwKAhgBEgy3va3p' },
+                { text: 'Two cities.', signature: 'EqQBCgIYAhIM', format: 'anthropic-claude-v1' },
+                { text: '', redactedData: 'EmwKAhgBEgy3va3p', format: 'anthropic-claude-v1' },
                 // Another provider's reasoning has no signature Anthropic would accept.
                 { text: 'unsigned' },
+                // Nor is a signed block of no known format sent.
+                { text: 'whose?', signature: 'sig-unknown' },
               ],
             },
             {

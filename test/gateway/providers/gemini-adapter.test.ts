@@ -397,6 +397,53 @@ describe('Gemini adapter against a fake upstream', () => {
     ]);
   });
 
+  it("leaves a thought's own signature out: the call's is the one that goes back", async () => {
+    upstream.handle((_request, response) =>
+      reply(
+        response,
+        200,
+        chunk(
+          [
+            { text: 'Thinking.', thought: true, thoughtSignature: 'THOUGHT' },
+            { functionCall: { name: 'weather', args: {} }, thoughtSignature: 'CALL' },
+          ],
+          { finishReason: 'STOP' },
+        ),
+      ),
+    );
+    const result = await adapter.generate(simple());
+    assert.equal(result.reasoning, 'Thinking.');
+    assert.deepEqual(result.reasoningBlocks, [
+      { text: '', signature: 'CALL', format: 'google-gemini-v1', beforeToolCall: 0 },
+    ]);
+    // Sent back with blocks of earlier reasoning ahead of it, the nearest one is the call's.
+    const base = simple();
+    await adapter.generate({
+      ...base,
+      request: {
+        model: 'gemini-3-flash-preview',
+        input: [
+          { type: 'message', role: 'user', content: [{ type: 'text', text: 'Weather?' }] },
+          {
+            type: 'function-call',
+            callId: 'c1',
+            name: 'weather',
+            arguments: '{}',
+            reasoning: [
+              { text: '', signature: 'EARLIER', format: 'google-gemini-v1' },
+              { text: '', signature: 'CALL', format: 'google-gemini-v1' },
+            ],
+          },
+          { type: 'function-call-output', callId: 'c1', output: 'sunny' },
+        ],
+      },
+    });
+    const sent = upstream.requests.at(-1)!.body as {
+      contents: Array<{ parts: Array<Record<string, unknown>> }>;
+    };
+    assert.equal(sent.contents[1]!.parts[0]!.thoughtSignature, 'CALL');
+  });
+
   it('streams a signature that came with text after that text, without a call', async () => {
     upstream.handle((_request, response) =>
       writeGeminiSse(response, [

@@ -69,33 +69,39 @@ const optionalText = Type.Optional(nullable(Type.String()));
 /** Whose reasoning an entry is; a name the gateway does not know reads as `unknown`. */
 const ReasoningFormatSchema = Type.Optional(nullable(Type.String({ maxLength: 64 })));
 
-/** One `reasoning_details` entry of an earlier assistant turn, as the gateway returned it. */
-const ReasoningDetailSchema = taggedUnion({
-  'reasoning.text': Type.Object({
-    type: Type.Literal('reasoning.text'),
-    text: optionalText,
-    signature: optionalText,
-    format: ReasoningFormatSchema,
-    id: optionalText,
-  }),
-  'reasoning.encrypted': Type.Object({
-    type: Type.Literal('reasoning.encrypted'),
-    data: Type.String(),
-    format: ReasoningFormatSchema,
-    id: optionalText,
-  }),
-  'reasoning.summary': Type.Object({
-    type: Type.Literal('reasoning.summary'),
-    summary: Type.String(),
-    format: ReasoningFormatSchema,
-    id: optionalText,
-  }),
-  'reasoning.server_tool_call': Type.Object({
-    type: Type.Literal('reasoning.server_tool_call'),
-    format: ReasoningFormatSchema,
-    id: optionalText,
-  }),
-});
+/**
+ * One `reasoning_details` entry of an earlier assistant turn, as the gateway returned it. Entries of
+ * other types pass (and are not sent on): clients echo the list verbatim, and its types may grow.
+ */
+const ReasoningDetailSchema = taggedUnion(
+  {
+    'reasoning.text': Type.Object({
+      type: Type.Literal('reasoning.text'),
+      text: optionalText,
+      signature: optionalText,
+      format: ReasoningFormatSchema,
+      id: optionalText,
+    }),
+    'reasoning.encrypted': Type.Object({
+      type: Type.Literal('reasoning.encrypted'),
+      data: Type.String(),
+      format: ReasoningFormatSchema,
+      id: optionalText,
+    }),
+    'reasoning.summary': Type.Object({
+      type: Type.Literal('reasoning.summary'),
+      summary: Type.String(),
+      format: ReasoningFormatSchema,
+      id: optionalText,
+    }),
+    'reasoning.server_tool_call': Type.Object({
+      type: Type.Literal('reasoning.server_tool_call'),
+      format: ReasoningFormatSchema,
+      id: optionalText,
+    }),
+  },
+  { otherTypes: true },
+);
 
 /**
  * One schema for every role; the role-specific rules (a tool message's `tool_call_id`, text-only

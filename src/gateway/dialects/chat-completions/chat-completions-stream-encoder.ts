@@ -3,7 +3,7 @@ import type { StreamPart } from '../../../spec/stream-part.js';
 import type { GenerationFailure, GenerationInfo, GenerationSummary, StreamEncoder } from '../dialect.js';
 import { standardError } from '../shared/error-envelope.js';
 import type { ChatCompletionsBody } from './chat-completions-schema.js';
-import { StreamedReasoningDetails } from './chat-reasoning-details.js';
+import { type ReasoningDetail, StreamedReasoningDetails } from './chat-reasoning-details.js';
 import { chatUsage, mapChatFinishReason } from './chat-usage.js';
 import { showsReasoning } from './render-chat-completion.js';
 
@@ -38,6 +38,8 @@ export function createChatCompletionsStreamEncoder(
   let closed = false;
 
   const frame = (chunk: object) => `data: ${JSON.stringify(chunk)}\n\n`;
+  const detailsFrame = (entries: readonly ReasoningDetail[]) =>
+    entries.length === 0 ? '' : `${deltaHead}"reasoning_details":${JSON.stringify(entries)}${deltaTail}`;
   const usageFrame = (summary: GenerationSummary) =>
     frame({
       ...envelope,
@@ -60,15 +62,13 @@ export function createChatCompletionsStreamEncoder(
             ? ''
             : `${deltaHead}"reasoning":${JSON.stringify(part.delta)}${deltaTail}`;
         case 'reasoning-signature':
-        case 'reasoning-redacted': {
+        case 'reasoning-redacted':
           details ??= new StreamedReasoningDetails(reasoningShown);
-          const detail = details.next(part);
-          return detail ? `${deltaHead}"reasoning_details":[${JSON.stringify(detail)}]${deltaTail}` : '';
-        }
+          return detailsFrame(details.next(part));
         case 'refusal-delta':
           return part.delta === '' ? '' : `${deltaHead}"refusal":${JSON.stringify(part.delta)}${deltaTail}`;
         case 'tool-call-start':
-          return `${deltaHead}"tool_calls":[{"index":${part.index},"id":${JSON.stringify(part.callId)},"type":"function","function":{"name":${JSON.stringify(part.name)},"arguments":""}}]${deltaTail}`;
+          return `${details ? detailsFrame(details.callStarts(part.callId)) : ''}${deltaHead}"tool_calls":[{"index":${part.index},"id":${JSON.stringify(part.callId)},"type":"function","function":{"name":${JSON.stringify(part.name)},"arguments":""}}]${deltaTail}`;
         case 'tool-call-delta':
           return part.argumentsDelta === ''
             ? ''
@@ -86,6 +86,7 @@ export function createChatCompletionsStreamEncoder(
     end(summary: GenerationSummary): string {
       if (closed) return '';
       closed = true;
+      const waiting = details ? detailsFrame(details.flush()) : '';
       const finish = frame({
         ...envelope,
         choices: [
@@ -98,7 +99,7 @@ export function createChatCompletionsStreamEncoder(
           },
         ],
       });
-      return finish + usageFrame(summary) + DONE;
+      return waiting + finish + usageFrame(summary) + DONE;
     },
 
     fail(failure: GenerationFailure, summary: GenerationSummary): string {

@@ -27,6 +27,7 @@ export type ReasoningDetail =
       type: 'reasoning.text';
       text: string;
       signature: string | null;
+      id?: string;
       format: ReasoningFormat;
       index: number;
     }
@@ -34,7 +35,10 @@ export type ReasoningDetail =
 
 const GEMINI: ReasoningFormat = 'google-gemini-v1';
 
-/** One block as its entry, or nothing when it cannot be shown. */
+/**
+ * One block as its entry, or nothing when it cannot be shown. `callId`: the tool call it came right
+ * before (Gemini's call signature, or Anthropic's thinking between two calls), which it goes back with.
+ */
 function detailOf(
   block: ReasoningBlock,
   callId: string | undefined,
@@ -44,18 +48,12 @@ function detailOf(
   const format = block.format ?? 'unknown';
   // Left out whole: a turn's thinking goes back complete or not at all (Anthropic refuses a part).
   if (!shown && format !== GEMINI) return undefined;
+  const id = callId !== undefined ? { id: callId } : {};
   if (block.redactedData !== undefined)
-    return { type: 'reasoning.encrypted', data: block.redactedData, format, index };
+    return { type: 'reasoning.encrypted', data: block.redactedData, ...id, format, index };
   if (block.signature === undefined) return undefined;
-  if (format === GEMINI)
-    return {
-      type: 'reasoning.encrypted',
-      data: block.signature,
-      ...(callId !== undefined ? { id: callId } : {}),
-      format,
-      index,
-    };
-  return { type: 'reasoning.text', text: block.text, signature: block.signature, format, index };
+  if (format === GEMINI) return { type: 'reasoning.encrypted', data: block.signature, ...id, format, index };
+  return { type: 'reasoning.text', text: block.text, signature: block.signature, ...id, format, index };
 }
 
 /** A whole generation's entries, in the order its blocks came; undefined when there are none. */
@@ -76,34 +74,63 @@ export function renderReasoningDetails(
 /**
  * The streamed form: each entry whole, in the chunk where its signature (or redacted block) arrived;
  * the thinking text an Anthropic signature covers is what streamed as `reasoning` since the last one.
+ * Thinking that follows a tool call (interleaved) waits for the next call's start, to carry its id
+ * as the non-streamed entries do; what no call follows goes out at the end.
  */
 export class StreamedReasoningDetails {
   #text = '';
   #count = 0;
+  #sawCall = false;
+  #waiting: ReasoningDetail[] = [];
 
   constructor(private readonly shown: boolean) {}
 
-  /** Notes a part; returns the entry it completes, if any. */
-  next(part: StreamPart): ReasoningDetail | undefined {
+  /** Notes a reasoning part; returns the entries to send now. */
+  next(part: StreamPart): ReasoningDetail[] {
     if (part.type === 'reasoning-delta') {
-      this.#text += part.delta;
-      return undefined;
+      // Only Anthropic's entries hold text, and only when reasoning is shown.
+      if (this.shown) this.#text += part.delta;
+      return [];
     }
     let block: ReasoningBlock;
     if (part.type === 'reasoning-signature')
       block = { text: this.#text, signature: part.signature, format: part.format };
     else if (part.type === 'reasoning-redacted')
       block = { text: '', redactedData: part.data, format: part.format };
-    else return undefined;
+    else return [];
     this.#text = '';
     const callId = part.type === 'reasoning-signature' ? part.callId : undefined;
     const detail = detailOf(block, callId, this.#count, this.shown);
-    if (detail) this.#count += 1;
-    return detail;
+    if (!detail) return [];
+    this.#count += 1;
+    if (callId === undefined && this.#sawCall) {
+      this.#waiting.push(detail);
+      return [];
+    }
+    return [detail];
+  }
+
+  /** A tool call starts: the entries waiting for it, with its id. */
+  callStarts(callId: string): ReasoningDetail[] {
+    this.#sawCall = true;
+    return this.#release(callId);
+  }
+
+  /** The stream ends: whatever still waits. */
+  flush(): ReasoningDetail[] {
+    return this.#release(undefined);
+  }
+
+  #release(callId: string | undefined): ReasoningDetail[] {
+    if (this.#waiting.length === 0) return [];
+    const released = this.#waiting;
+    this.#waiting = [];
+    if (callId !== undefined) for (const detail of released) detail.id = callId;
+    return released;
   }
 }
 
-/** What a client may send back: the reference's four entry types, checked by the schema. */
+/** What a client may send back: the reference's entry types checked by the schema, others passed. */
 export interface ReasoningDetailBody {
   type: string;
   text?: string | null;
@@ -114,18 +141,20 @@ export interface ReasoningDetailBody {
   id?: string | null;
 }
 
-/** One entry sent back as a block; summaries and server tool calls carry nothing a provider reads back. */
+/**
+ * One entry sent back as a block; summaries, server tool calls, entries of types the gateway does
+ * not know and empty values carry nothing a provider reads back. An entry without a `format` is
+ * nobody's: no provider is sent it.
+ */
 function blockOf(detail: ReasoningDetailBody): ReasoningBlock | undefined {
-  const format = reasoningFormatOf(detail.format);
-  const withFormat = format !== undefined ? { format } : {};
-  if (detail.type === 'reasoning.encrypted' && typeof detail.data === 'string') {
+  const format = reasoningFormatOf(detail.format) ?? 'unknown';
+  if (detail.type === 'reasoning.encrypted' && typeof detail.data === 'string' && detail.data !== '') {
     // Gemini's opaque value is a thought signature; everyone else's is a redacted block.
-    if (format === GEMINI) return { text: '', signature: detail.data, ...withFormat };
-    return { text: '', redactedData: detail.data, ...withFormat };
+    if (format === GEMINI) return { text: '', signature: detail.data, format };
+    return { text: '', redactedData: detail.data, format };
   }
-  if (detail.type === 'reasoning.text') {
-    const signature = detail.signature ?? undefined;
-    return { text: detail.text ?? '', ...(signature ? { signature } : {}), ...withFormat };
+  if (detail.type === 'reasoning.text' && detail.signature) {
+    return { text: detail.text ?? '', signature: detail.signature, format };
   }
   return undefined;
 }

@@ -93,19 +93,19 @@ export function convertChatMessages(messages: MessageBody[]): InputItem[] {
         if (content.length === 0 && typeof refusal === 'string' && refusal !== '')
           content = [{ type: 'text', text: refusal }];
         const calls = message.tool_calls ?? [];
-        const turn: InputItem[] = [];
+        const turnStart = items.length;
         // An empty assistant turn says nothing, and some upstreams refuse empty content: skip it.
-        if (content.length > 0) turn.push({ type: 'message', role: 'assistant', content });
+        if (content.length > 0) items.push({ type: 'message', role: 'assistant', content });
         for (const call of calls) {
-          turn.push({
+          items.push({
             type: 'function-call',
             callId: call.id,
             name: call.function.name,
             arguments: call.function.arguments,
           });
         }
-        if (message.reasoning_details) attachReasoningDetails(message.reasoning_details, turn);
-        items.push(...turn);
+        if (message.reasoning_details)
+          attachReasoningDetails(message.reasoning_details, items.slice(turnStart));
         return;
       }
       case 'tool': {

@@ -64,6 +64,7 @@ function convertMessage(message: Message, at: string, items: InputItem[]): void 
     items.push({ type: 'message', role, content: [{ type: 'text', text: message.content }] });
     return;
   }
+  const turnStart = items.length;
   let parts: ContentPart[] = [];
   // Thinking blocks of an assistant turn travel with the content that follows them, signatures
   // and all: Anthropic refuses a tool-using turn sent back without them while thinking is on.
@@ -131,13 +132,19 @@ function convertMessage(message: Message, at: string, items: InputItem[]): void 
       case 'redacted_thinking':
         if (role !== 'assistant') break;
         flush();
-        reasoning.push({ text: '', redactedData: block.data });
+        reasoning.push({ text: '', redactedData: block.data, format: 'anthropic-claude-v1' });
         break;
     }
   });
-  // Reasoning with nothing after it in its turn (Anthropic never ends a turn so) has nothing to
-  // travel with and is dropped, as an empty assistant turn would trouble other providers.
   flush();
+  // Reasoning with nothing after it in its turn has nothing to travel with and is dropped (an
+  // empty assistant turn would trouble other providers), but for a Gemini text's signature, which
+  // streams after its text and goes back with it.
+  const last = items.length > turnStart ? items.at(-1) : undefined;
+  if (reasoning.length > 0 && last?.type === 'message' && last.role === 'assistant') {
+    const signed = reasoning.filter((block) => block.format === 'google-gemini-v1');
+    if (signed.length > 0) last.reasoning = [...(last.reasoning ?? []), ...signed];
+  }
 }
 
 /** The body's `messages` as canonical input items. */

@@ -1,6 +1,7 @@
 import type { FinishReason } from '../../../spec/finish-reason.js';
-import { REASONING_FORMATS, type ReasoningFormat } from '../../../spec/generation-request.js';
+import type { ReasoningFormat } from '../../../spec/generation-request.js';
 import type { GenerationSummary } from '../dialect.js';
+import { labelled, readLabelled } from '../shared/labelled-reasoning.js';
 import { billedCost } from '../shared/usage-cost.js';
 import type { MessagesBody } from './messages-body-schema.js';
 
@@ -83,21 +84,16 @@ export function stopReason(options: {
 
 /**
  * A thinking block's `signature` for reasoning another provider signed (Gemini's thought signatures):
- * its format ahead of it, `google-gemini-v1:<signature>`, so that the block sent back reaches that
- * provider and never Anthropic, which would refuse it. Anthropic's own signatures are base64 and
- * never hold a colon, so they pass unchanged both ways.
+ * labelled with its format (`google-gemini-v1:<signature>`, ../shared/labelled-reasoning.ts), so
+ * that the block sent back reaches that provider and never Anthropic, which would refuse it.
+ * Anthropic's own signatures pass unchanged both ways.
  */
 export function messagesSignature(signature: string, format: ReasoningFormat | undefined): string {
-  return format === undefined || format === 'anthropic-claude-v1' ? signature : `${format}:${signature}`;
+  return format === undefined || format === 'anthropic-claude-v1' ? signature : labelled(signature, format);
 }
 
-/** A thinking block's signature as sent back: another provider's, by its prefix, or Anthropic's. */
-export function readMessagesSignature(signature: string): { signature: string; format?: ReasoningFormat } {
-  const colon = signature.indexOf(':');
-  if (colon > 0) {
-    const format = signature.slice(0, colon);
-    if ((REASONING_FORMATS as readonly string[]).includes(format))
-      return { signature: signature.slice(colon + 1), format: format as ReasoningFormat };
-  }
-  return { signature };
+/** A thinking block's signature as sent back: another provider's, by its label, or Anthropic's. */
+export function readMessagesSignature(signature: string): { signature: string; format: ReasoningFormat } {
+  const read = readLabelled(signature);
+  return { signature: read.value, format: read.format ?? 'anthropic-claude-v1' };
 }

@@ -5,6 +5,7 @@ import {
   reasoningFormatOf,
 } from '../../../spec/generation-request.js';
 import { invalidParameter } from '../shared/invalid-parameter.js';
+import { readLabelled } from '../shared/labelled-reasoning.js';
 import { contentUrlProblem, isBase64 } from '../shared/request-rules.js';
 import type { ResponsesInputItem } from './responses-body-schema.js';
 
@@ -27,6 +28,14 @@ export function convertResponsesInput(input: string | ResponsesInputItem[]): Inp
   if (input.length === 0) throw invalidParameter('body.input', 'must not be empty');
   const items: InputItem[] = [];
   let reasoning: ReasoningBlock[] = [];
+  /** Reasoning no assistant item follows: a Gemini text's signature goes with the text before it. */
+  const leftOver = () => {
+    const last = items.at(-1);
+    const signed = reasoning.filter((block) => block.format === 'google-gemini-v1');
+    if (last?.type === 'message' && last.role === 'assistant' && signed.length > 0)
+      last.reasoning = [...(last.reasoning ?? []), ...signed];
+    reasoning = [];
+  };
   input.forEach((item, index) => {
     const path = `body.input.${index}`;
     if (item.type === 'reasoning') {
@@ -36,12 +45,18 @@ export function convertResponsesInput(input: string | ResponsesInputItem[]): Inp
     }
     const converted = convertItem(item, path);
     if (!converted) return;
-    if (reasoning.length > 0 && converted.type !== 'function-call-output') {
-      converted.reasoning = reasoning;
-      reasoning = [];
+    if (reasoning.length > 0) {
+      const answers =
+        converted.type === 'function-call' ||
+        (converted.type === 'message' && converted.role === 'assistant');
+      if (answers) {
+        converted.reasoning = reasoning;
+        reasoning = [];
+      } else leftOver();
     }
     items.push(converted);
   });
+  if (reasoning.length > 0) leftOver();
   if (items.length === 0) throw invalidParameter('body.input', 'must contain at least one message');
   return items;
 }
@@ -85,16 +100,20 @@ function convertItem(item: ResponsesInputItem, path: string): InputItem | null {
  * reasoning). Unsigned reasoning carries nothing a provider reads back, and is left out.
  */
 function reasoningBlock(item: ResponsesInputItem, path: string): ReasoningBlock | undefined {
-  const signature = optionalText(item, 'signature', path);
-  const encrypted = optionalText(item, 'encrypted_content', path);
-  const format = reasoningFormatOf(optionalText(item, 'format', path));
+  const signature = optionalText(item, 'signature', path) || undefined;
+  const encrypted = optionalText(item, 'encrypted_content', path) || undefined;
+  const given = reasoningFormatOf(optionalText(item, 'format', path));
   if (signature === undefined && encrypted === undefined) return undefined;
-  const withFormat = format !== undefined ? { format } : {};
   if (encrypted !== undefined) {
+    // Its label says whose it is even where the client dropped `format`; unlabelled and
+    // unformatted, it is nobody's (OpenAI's own, say) and no provider is sent it.
+    const read = readLabelled(encrypted);
+    const format = read.format ?? given ?? 'unknown';
     return format === 'google-gemini-v1'
-      ? { text: '', signature: encrypted, ...withFormat }
-      : { text: '', redactedData: encrypted, ...withFormat };
+      ? { text: '', signature: read.value, format }
+      : { text: '', redactedData: read.value, format };
   }
+  const format = given ?? 'unknown';
   const content = item.content;
   if (content !== undefined && content !== null && !Array.isArray(content))
     throw invalidParameter(`${path}.content`, 'must be an array of reasoning_text parts');
@@ -105,7 +124,7 @@ function reasoningBlock(item: ResponsesInputItem, path: string): ReasoningBlock 
       return part.type === 'reasoning_text' ? (optionalText(part, 'text', partPath) ?? '') : '';
     })
     .join('');
-  return { text, signature, ...withFormat };
+  return { text, signature, format };
 }
 
 function convertMessage(item: ResponsesInputItem, path: string): InputItem | null {

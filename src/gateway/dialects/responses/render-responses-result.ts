@@ -41,7 +41,8 @@ export function renderResponsesResult(
   // The provider's signed blocks, each an item of its own, in its place (before the call it led to).
   const blocks = result.reasoningBlocks;
   const reasoningBefore = (toolCall: number | undefined) => {
-    for (const block of blocks ?? [])
+    if (!blocks) return;
+    for (const block of blocks)
       if (block.beforeToolCall === toolCall) reasoningItem(block.text, sealOf(block));
   };
   // Reasoning text the blocks do not hold (Gemini's signatures come apart from its thought text).
@@ -79,6 +80,8 @@ export function renderResponsesResult(
       status: 'completed',
     });
   });
+  // Thinking after the last call (Anthropic's interleaved thinking), last.
+  if (blocks && result.toolCalls.length > 0) reasoningBefore(result.toolCalls.length);
   const last = output.at(-1);
   if (last) last.status = lastItemStatus(outcome);
   return finishedResponse({

@@ -1,6 +1,7 @@
 import type { FinishReason } from '../../../spec/finish-reason.js';
 import type { ReasoningFormat } from '../../../spec/generation-request.js';
 import type { GenerationInfo, GenerationSummary } from '../dialect.js';
+import { labelled } from '../shared/labelled-reasoning.js';
 import { billedCost, costSplit } from '../shared/usage-cost.js';
 import type { ResponsesBody } from './responses-body-schema.js';
 
@@ -51,17 +52,23 @@ export interface ReasoningSeal {
   format?: ReasoningFormat;
 }
 
-/** A signed block's seal: Gemini's signature and redacted data are opaque content, Anthropic's a signature. */
+/**
+ * A signed block's seal: Gemini's signature and redacted data are opaque content, Anthropic's a
+ * signature. `encrypted_content` is labelled with its format (`google-gemini-v1:…`,
+ * ../shared/labelled-reasoning.ts): clients that rebuild items from OpenAI's typed fields keep it
+ * and drop `format`, and the label still says whose it is.
+ */
 export function sealOf(block: {
   signature?: string;
   redactedData?: string;
   format?: ReasoningFormat;
 }): ReasoningSeal | undefined {
   const format = block.format ?? 'unknown';
-  if (block.redactedData !== undefined) return { encrypted_content: block.redactedData, format };
+  const opaque = (value: string) => (format === 'unknown' ? value : labelled(value, format));
+  if (block.redactedData !== undefined) return { encrypted_content: opaque(block.redactedData), format };
   if (block.signature === undefined) return undefined;
   return format === 'google-gemini-v1'
-    ? { encrypted_content: block.signature, format }
+    ? { encrypted_content: opaque(block.signature), format }
     : { signature: block.signature, format };
 }
 

@@ -34,9 +34,12 @@ export function nullable<T extends TSchema>(schema: T): TUnsafe<Static<T> | null
  */
 export function taggedUnion<const Variants extends Record<string, TObject>>(
   variants: Variants,
+  options: { otherTypes?: boolean } = {},
 ): TUnsafe<Static<Variants[keyof Variants]>> {
   const names = Object.keys(variants);
-  let schema: TSchema = Type.Object({ type: stringEnum(names) });
+  // `otherTypes`: a value naming none of the variants passes (with a string `type`), for lists a
+  // client echoes back whose entry types may grow.
+  let schema: TSchema = Type.Object({ type: options.otherTypes ? Type.String() : stringEnum(names) });
   for (const name of [...names].reverse()) {
     schema = Type.Dependent(Type.Object({ type: Type.Literal(name) }), variants[name] as TObject, schema);
   }

@@ -17,13 +17,13 @@ import {
 import { convertToAnthropicMessagesRequest } from './convert-to-anthropic-messages-request.js';
 import { mapAnthropicStopReason } from './map-anthropic-stop-reason.js';
 
+/** Whose thinking blocks these are, for the dialects that tell clients (`reasoning_details[].format`). */
+const ANTHROPIC_FORMAT = 'anthropic-claude-v1' as const;
+
 /**
  * The API version every request names (https://docs.anthropic.com/en/api/versioning); still the
  * current one, and new features arrive as `anthropic-beta` headers on top of it.
  */
-/** Whose thinking blocks these are, for the dialects that tell clients (`reasoning_details[].format`). */
-const ANTHROPIC_FORMAT = 'anthropic-claude-v1' as const;
-
 export const ANTHROPIC_VERSION = '2023-06-01';
 
 /** An error event, with the status Anthropic would have sent for it before the stream began. */

@@ -141,13 +141,13 @@ function convertPart(part: ContentPart): AnthropicContentBlock | undefined {
 /**
  * An assistant turn's reasoning as Anthropic's blocks, unchanged. Only signed thinking (and redacted
  * thinking) goes back: Anthropic checks the signature and refuses a thinking block without one
- * (reasoning another provider produced, say), which is dropped instead, as is anything another
- * provider signed (a block without a format came in Anthropic's own wire format).
+ * (reasoning another provider produced, say), which is dropped instead, as is anything not known
+ * to be Anthropic's (`format`).
  */
 function thinkingBlocks(reasoning: readonly ReasoningBlock[] | undefined): AnthropicContentBlock[] {
   if (!reasoning) return [];
   return reasoning.flatMap((block): AnthropicContentBlock[] => {
-    if (block.format !== undefined && block.format !== 'anthropic-claude-v1') return [];
+    if (block.format !== 'anthropic-claude-v1') return [];
     if (block.redactedData !== undefined) return [{ type: 'redacted_thinking', data: block.redactedData }];
     return block.signature ? [{ type: 'thinking', thinking: block.text, signature: block.signature }] : [];
   });

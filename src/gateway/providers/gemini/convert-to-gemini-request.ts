@@ -29,11 +29,16 @@ export const SKIP_SIGNATURE_CHECK = 'skip_thought_signature_validator';
 /** Models from before thought signatures were checked, which are sent none that Gemini did not give. */
 const UNCHECKED_MODELS = /^(?:models\/)?gemini-(?:1|2)[.-]/i;
 
-/** The Gemini thought signature an item's reasoning carries; another provider's is never sent. */
+/**
+ * The Gemini thought signature an item's reasoning carries: the last one, the nearest to the item
+ * (earlier ones belong to what came before it). Another provider's is never sent.
+ */
 function geminiSignature(reasoning: readonly ReasoningBlock[] | undefined): string | undefined {
   if (!reasoning) return undefined;
-  for (const block of reasoning)
+  for (let index = reasoning.length - 1; index >= 0; index--) {
+    const block = reasoning[index] as ReasoningBlock;
     if (block.format === 'google-gemini-v1' && block.signature) return block.signature;
+  }
   return undefined;
 }
 
@@ -41,10 +46,14 @@ function geminiSignature(reasoning: readonly ReasoningBlock[] | undefined): stri
 function signFunctionCalls(contents: GeminiContent[]): void {
   for (const content of contents) {
     if (content.role !== 'model') continue;
-    const calls = content.parts.filter((part) => 'functionCall' in part);
-    const [first] = calls;
-    if (first && !calls.some((part) => part.thoughtSignature !== undefined))
-      first.thoughtSignature = SKIP_SIGNATURE_CHECK;
+    let first: GeminiPart | undefined;
+    let signed = false;
+    for (const part of content.parts) {
+      if (!('functionCall' in part)) continue;
+      first ??= part;
+      if (part.thoughtSignature !== undefined) signed = true;
+    }
+    if (first && !signed) first.thoughtSignature = SKIP_SIGNATURE_CHECK;
   }
 }
 
@@ -144,8 +153,10 @@ export function convertToGeminiContents(input: InputItem[]): GeminiContent[] {
       const parts = item.content.map(convertPart);
       // A text's signature came on the last part Gemini sent, and goes back there.
       const signature = item.role === 'assistant' ? geminiSignature(item.reasoning) : undefined;
-      const last = [...parts].reverse().find((part) => !('text' in part) || part.text !== '');
-      if (signature !== undefined && last) last.thoughtSignature = signature;
+      if (signature !== undefined) {
+        const last = [...parts].reverse().find((part) => !('text' in part) || part.text !== '');
+        if (last) last.thoughtSignature = signature;
+      }
       append(item.role === 'assistant' ? 'model' : 'user', parts);
     } else if (item.type === 'function-call') {
       callNames.set(item.callId, item.name);

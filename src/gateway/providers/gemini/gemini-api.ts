@@ -42,22 +42,27 @@ export function readGeminiCandidate(reply: unknown): GeminiCandidateView | undef
     const part = asRecord(raw);
     if (!part) continue;
     const signature = asString(part.thoughtSignature) || undefined;
-    const signed = signature !== undefined ? { signature } : {};
     const call = asRecord(part.functionCall);
     if (call) {
       const id = asString(call.id);
-      parts.push({
+      const view: GeminiPartView = {
         type: 'function-call',
-        ...(id !== undefined ? { id } : {}),
         name: asString(call.name) ?? '',
         args: asRecord(call.args) ?? {},
-        ...signed,
-      });
+      };
+      if (id !== undefined) view.id = id;
+      if (signature !== undefined) view.signature = signature;
+      parts.push(view);
       continue;
     }
     const text = asString(part.text) ?? '';
-    if (text || signature !== undefined)
-      parts.push({ type: part.thought === true ? 'reasoning' : 'text', text, ...signed });
+    // A thought's own signature is left out: thoughts are never sent back, and a call's or a
+    // text's signature is the one Gemini checks.
+    if (part.thought === true) {
+      if (text) parts.push({ type: 'reasoning', text });
+    } else if (text || signature !== undefined) {
+      parts.push(signature !== undefined ? { type: 'text', text, signature } : { type: 'text', text });
+    }
   }
   const view: GeminiCandidateView = { parts };
   const finish = asString(candidate.finishReason);
