@@ -3,6 +3,7 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
+import { streamThinkingToolTurn } from '../helpers/anthropic-thinking-turn.js';
 import { startFakeUpstream } from '../helpers/fake-upstream.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
 
@@ -382,39 +383,7 @@ describe('@anthropic-ai/sdk: extended thinking with tools, through an Anthropic 
         );
         return;
       }
-      response.writeHead(200, { 'content-type': 'text/event-stream' });
-      const send = (type: string, data: Record<string, unknown>) =>
-        response.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
-      send('message_start', {
-        message: {
-          id: 'msg_turn_1',
-          type: 'message',
-          role: 'assistant',
-          model: 'claude-sonnet-4-5-20250929',
-          content: [],
-          stop_reason: null,
-          usage: { input_tokens: 40, output_tokens: 1 },
-        },
-      });
-      send('content_block_start', { index: 0, content_block: { type: 'thinking', thinking: '' } });
-      send('content_block_delta', { index: 0, delta: { type: 'thinking_delta', thinking: 'Paris: call ' } });
-      send('content_block_delta', { index: 0, delta: { type: 'thinking_delta', thinking: 'the tool.' } });
-      send('content_block_delta', { index: 0, delta: { type: 'signature_delta', signature: SIGNATURE } });
-      send('content_block_stop', { index: 0 });
-      send('content_block_start', { index: 1, content_block: { type: 'redacted_thinking', data: REDACTED } });
-      send('content_block_stop', { index: 1 });
-      send('content_block_start', {
-        index: 2,
-        content_block: { type: 'tool_use', id: 'toolu_paris', name: 'get_weather', input: {} },
-      });
-      send('content_block_delta', {
-        index: 2,
-        delta: { type: 'input_json_delta', partial_json: '{"city":"Paris"}' },
-      });
-      send('content_block_stop', { index: 2 });
-      send('message_delta', { delta: { stop_reason: 'tool_use' }, usage: { output_tokens: 30 } });
-      send('message_stop', {});
-      response.end();
+      streamThinkingToolTurn(response, { signature: SIGNATURE, redacted: REDACTED });
     });
     const params = {
       model: 'anthropic/claude-sonnet-4.5',
