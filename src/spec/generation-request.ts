@@ -98,6 +98,8 @@ export interface ReasoningOptions {
   maxTokens?: number;
   /** Whether reasoning text should be returned when the provider can return it. */
   include?: boolean;
+  /** How detailed a summary of the reasoning, for providers that return summaries (OpenAI). */
+  summary?: 'auto' | 'concise' | 'detailed';
   enabled?: boolean;
 }
 

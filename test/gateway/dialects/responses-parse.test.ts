@@ -471,7 +471,7 @@ describe('responses dialect: generation settings', () => {
       frequencyPenalty: 0.5,
       presencePenalty: -0.5,
       responseFormat: { type: 'json_schema', name: 'answer', schema: { type: 'object' }, strict: true },
-      reasoning: { effort: 'high', maxTokens: 2000, include: true },
+      reasoning: { effort: 'high', maxTokens: 2000, include: true, summary: 'auto' },
     });
     assert.deepEqual(
       parsed({ ...base, text: { format: { type: 'json_object' } } }).generation.responseFormat,

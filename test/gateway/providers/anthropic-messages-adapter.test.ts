@@ -258,6 +258,7 @@ describe('Anthropic Messages adapter against a fake upstream', () => {
       call({
         request: {
           ...base,
+          toolChoice: 'auto',
           reasoning: { maxTokens: 2048 },
           maxOutputTokens: 4096,
           input: [
@@ -335,25 +336,32 @@ describe('Anthropic Messages adapter against a fake upstream', () => {
       undefined,
     );
 
-    // Thinking budgets on a conversation without an earlier tool turn (see the next test for one).
+    // Thinking budgets on a conversation without an earlier tool turn (see below for one), the tool
+    // not forced (see below too).
     const asking = base.input.slice(0, 3);
-    const budgeted = (await send({ input: asking, reasoning: { maxTokens: 2000 }, maxOutputTokens: 8000 }))
+    const plain = { ...base, toolChoice: 'auto' as const };
+    const think = async (request: Partial<AdapterCall['request']>) => {
+      await pinned.generate(call({ request: { ...plain, ...request } }));
+      return { body: upstream.requests.at(-1)!.body as any };
+    };
+    const budgeted = (await think({ input: asking, reasoning: { maxTokens: 2000 }, maxOutputTokens: 8000 }))
       .body;
     assert.deepEqual(budgeted.thinking, { type: 'enabled', budget_tokens: 2000 });
     assert.equal(budgeted.max_tokens, 8000);
-    const effort = (await send({ input: asking, reasoning: { effort: 'medium' } })).body;
+    const effort = (await think({ input: asking, reasoning: { effort: 'medium' } })).body;
     assert.deepEqual(effort.thinking, { type: 'enabled', budget_tokens: 10_000 });
     assert.equal(effort.max_tokens, 14_096, 'the default answer room comes on top of the budget');
-    const clamped = (await send({ input: asking, reasoning: { effort: 'high' }, maxOutputTokens: 3000 }))
+    const clamped = (await think({ input: asking, reasoning: { effort: 'high' }, maxOutputTokens: 3000 }))
       .body;
-    assert.deepEqual(clamped.thinking, { type: 'enabled', budget_tokens: 2999 });
-    const tooSmall = (await send({ input: asking, reasoning: { effort: 'low' }, maxOutputTokens: 500 })).body;
+    assert.deepEqual(clamped.thinking, { type: 'enabled', budget_tokens: 2250 }, 'a quarter left to answer');
+    const tooSmall = (await think({ input: asking, reasoning: { effort: 'low' }, maxOutputTokens: 500 }))
+      .body;
     assert.equal(tooSmall.thinking, undefined);
-    assert.equal((await send({ input: asking, reasoning: { effort: 'none' } })).body.thinking, undefined);
+    assert.equal((await think({ input: asking, reasoning: { effort: 'none' } })).body.thinking, undefined);
 
     // The last assistant turn called a tool without its signed thinking (a chat client that kept
     // only the tool call): Anthropic would refuse thinking, so the request goes without it.
-    const unsigned = (await send({ reasoning: { effort: 'medium' } })).body;
+    const unsigned = (await think({ reasoning: { effort: 'medium' } })).body;
     assert.equal(unsigned.thinking, undefined);
     assert.equal(unsigned.max_tokens, 4096, 'no budget on top of the answer room');
     const signedTurn = base.input.map((item) =>
@@ -364,7 +372,7 @@ describe('Anthropic Messages adapter against a fake upstream', () => {
           }
         : item,
     );
-    const signed = (await send({ input: signedTurn, reasoning: { effort: 'medium' } })).body;
+    const signed = (await think({ input: signedTurn, reasoning: { effort: 'medium' } })).body;
     assert.deepEqual(signed.thinking, { type: 'enabled', budget_tokens: 10_000 });
     assert.deepEqual(signed.messages.at(-2).content[0], {
       type: 'thinking',
@@ -376,7 +384,19 @@ describe('Anthropic Messages adapter against a fake upstream', () => {
         ? { ...item, reasoning: [{ text: '', signature: 'gemini-sig', format: 'google-gemini-v1' as const }] }
         : item,
     );
-    const fromGemini = (await send({ input: geminiSigned, reasoning: { effort: 'medium' } })).body;
+    // Thinking with a forced tool call, or with sampling Anthropic refuses beside it.
+    const forced = (await think({ input: asking, reasoning: { effort: 'medium' }, toolChoice: 'required' }))
+      .body;
+    assert.equal(forced.thinking, undefined, 'Anthropic refuses thinking when tool_choice forces a tool');
+    assert.deepEqual(forced.tool_choice, { type: 'any', disable_parallel_tool_use: true });
+    const sampled = (
+      await think({ input: asking, reasoning: { effort: 'medium' }, temperature: 0.3, topP: 0.9, topK: 5 })
+    ).body;
+    assert.deepEqual(sampled.thinking, { type: 'enabled', budget_tokens: 10_000 });
+    assert.deepEqual([sampled.temperature, sampled.top_p, sampled.top_k], [undefined, undefined, undefined]);
+    const wide = (await think({ input: asking, reasoning: { effort: 'medium' }, topP: 0.97 })).body;
+    assert.equal(wide.top_p, 0.97, 'top_p from 0.95 is taken with thinking');
+    const fromGemini = (await think({ input: geminiSigned, reasoning: { effort: 'medium' } })).body;
     assert.equal(fromGemini.thinking, undefined, "another provider's signature is never sent to Anthropic");
     assert.ok(!JSON.stringify(fromGemini.messages).includes('gemini-sig'));
 

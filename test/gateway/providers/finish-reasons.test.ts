@@ -25,5 +25,7 @@ describe('provider finish reasons in the canonical vocabulary', () => {
     assert.equal(mapGeminiFinishReason('STOP', { hasFunctionCalls: false }), 'stop');
     assert.equal(mapGeminiFinishReason('MAX_TOKENS', { hasFunctionCalls: false }), 'length');
     assert.equal(mapGeminiFinishReason('SAFETY', { hasFunctionCalls: false }), 'content-filter');
+    for (const reason of ['IMAGE_PROHIBITED_CONTENT', 'IMAGE_RECITATION'])
+      assert.equal(mapGeminiFinishReason(reason, { hasFunctionCalls: false }), 'content-filter', reason);
   });
 });

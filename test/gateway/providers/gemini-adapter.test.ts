@@ -48,16 +48,17 @@ const expectedBody = {
       role: 'model',
       parts: [
         { text: 'Checking.' },
-        { functionCall: { name: 'weather', args: { city: 'Paris' } } },
-        { functionCall: { name: 'time', args: {} } },
+        // Each call and its response carry the call's id, which Gemini 3 matches them by.
+        { functionCall: { id: 'call_0', name: 'weather', args: { city: 'Paris' } } },
+        { functionCall: { id: 'call_1', name: 'time', args: {} } },
       ],
     },
     {
       role: 'user',
       parts: [
-        { functionResponse: { name: 'weather', response: { temp: 21 } } },
-        { functionResponse: { name: 'time', response: { content: '14:00' } } },
-        { functionResponse: { name: 'call_unknown', response: { content: '[1,2]' } } },
+        { functionResponse: { id: 'call_0', name: 'weather', response: { temp: 21 } } },
+        { functionResponse: { id: 'call_1', name: 'time', response: { content: '14:00' } } },
+        { functionResponse: { id: 'call_unknown', name: 'call_unknown', response: { content: '[1,2]' } } },
       ],
     },
   ],
@@ -68,7 +69,12 @@ const expectedBody = {
         {
           name: 'weather',
           description: 'Current weather',
-          parameters: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] },
+          // JSON Schema as the client wrote it: `parameters` would refuse much of it.
+          parametersJsonSchema: {
+            type: 'object',
+            properties: { city: { type: 'string' } },
+            required: ['city'],
+          },
         },
         { name: 'time' },
       ],
@@ -83,7 +89,7 @@ const expectedBody = {
     stopSequences: ['END'],
     seed: 7,
     responseMimeType: 'application/json',
-    responseSchema: { type: 'object', properties: { summary: { type: 'string' } } },
+    responseJsonSchema: { type: 'object', properties: { summary: { type: 'string' } } },
     thinkingConfig: { thinkingBudget: 1024, includeThoughts: true },
   },
 };
@@ -512,21 +518,24 @@ describe('Gemini adapter against a fake upstream', () => {
     };
     assert.deepEqual(await modelTurn(history('gemini-3-pro-preview', true)), [
       { text: 'Checking.', thoughtSignature: 'text-sig' },
-      { functionCall: { name: 'weather', args: { city: 'Paris' } }, thoughtSignature: 'call-sig' },
-      { functionCall: { name: 'weather', args: { city: 'Rome' } } },
+      { functionCall: { id: 'c1', name: 'weather', args: { city: 'Paris' } }, thoughtSignature: 'call-sig' },
+      { functionCall: { id: 'c2', name: 'weather', args: { city: 'Rome' } } },
     ]);
     // A 3.x model refuses a call in history without a signature; the documented placeholder goes
     // on the step's first call.
     assert.deepEqual(await modelTurn(history('gemini-3-pro-preview', false)), [
       { text: 'Checking.' },
-      { functionCall: { name: 'weather', args: { city: 'Paris' } }, thoughtSignature: SKIP_SIGNATURE_CHECK },
-      { functionCall: { name: 'weather', args: { city: 'Rome' } } },
+      {
+        functionCall: { id: 'c1', name: 'weather', args: { city: 'Paris' } },
+        thoughtSignature: SKIP_SIGNATURE_CHECK,
+      },
+      { functionCall: { id: 'c2', name: 'weather', args: { city: 'Rome' } } },
     ]);
     // Models from before the check get none they were not given.
     assert.deepEqual(await modelTurn(history('gemini-2.5-flash', false)), [
       { text: 'Checking.' },
-      { functionCall: { name: 'weather', args: { city: 'Paris' } } },
-      { functionCall: { name: 'weather', args: { city: 'Rome' } } },
+      { functionCall: { id: 'c1', name: 'weather', args: { city: 'Paris' } } },
+      { functionCall: { id: 'c2', name: 'weather', args: { city: 'Rome' } } },
     ]);
   });
 
@@ -607,6 +616,13 @@ describe('Gemini adapter against a fake upstream', () => {
     );
     const late = await collect(adapter.stream(simple()));
     assert.equal(late.at(-1)?.type, 'error');
+    // The other finishes that leave no usable answer fail the same way.
+    for (const reason of ['UNEXPECTED_TOOL_CALL', 'TOO_MANY_TOOL_CALLS', 'MALFORMED_RESPONSE']) {
+      upstream.handle((_request, response) => reply(response, 200, chunk([], { finishReason: reason })));
+      const failed = await adapter.generate(simple()).catch((caught: unknown) => caught);
+      assert.ok(failed instanceof UpstreamError && failed.retryable, reason);
+      assert.match((failed as UpstreamError).message, new RegExp(reason));
+    }
   });
 
   it('reports a blocked prompt as a content-filter finish without text', async () => {

@@ -131,6 +131,57 @@ describe('OpenAI chat-completions adapter against a fake upstream', () => {
     });
   });
 
+  it('reads content sent as a list of parts (Mistral reasoning): text as text, thinking as reasoning', async () => {
+    const thinking = (text: string) => ({ type: 'thinking', thinking: [{ type: 'text', text }] });
+    upstream.handle((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          id: 'chatcmpl-m',
+          choices: [
+            {
+              index: 0,
+              message: {
+                role: 'assistant',
+                content: [
+                  thinking('2 plus 2.'),
+                  { type: 'text', text: 'The answer ' },
+                  { type: 'text', text: 'is 4.' },
+                ],
+              },
+              finish_reason: 'stop',
+            },
+          ],
+          usage: { prompt_tokens: 3, completion_tokens: 20, total_tokens: 23 },
+        }),
+      );
+    });
+    const result = await adapter.generate(call());
+    assert.equal(result.text, 'The answer is 4.');
+    assert.equal(result.reasoning, '2 plus 2.');
+
+    const delta = (content: unknown) =>
+      `data: ${JSON.stringify({ id: 'chatcmpl-m', choices: [{ index: 0, delta: { content }, finish_reason: null }] })}\n\n`;
+    upstream.handle((_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.write(delta([thinking('2 plus 2.')]));
+      response.write(delta([{ type: 'text', text: 'The answer ' }]));
+      response.write(delta('is 4.'));
+      response.write(
+        `data: ${JSON.stringify({ id: 'chatcmpl-m', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }] })}\n\n`,
+      );
+      response.end('data: [DONE]\n\n');
+    });
+    const parts = await collect(adapter.stream(call()));
+    assert.deepEqual(
+      parts.filter((part) => part.type === 'text-delta' || part.type === 'reasoning-delta'),
+      [
+        { type: 'reasoning-delta', delta: '2 plus 2.' },
+        { type: 'text-delta', delta: 'The answer ' },
+        { type: 'text-delta', delta: 'is 4.' },
+      ],
+    );
+  });
+
   it('reads tool-call arguments sent as an object instead of a JSON string as that JSON', async () => {
     upstream.handle((_request, response) => {
       response.writeHead(200, { 'content-type': 'application/json' }).end(

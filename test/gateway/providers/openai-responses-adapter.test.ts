@@ -284,6 +284,12 @@ describe('OpenAI Responses adapter against a fake upstream', () => {
     assert.deepEqual((await send({ reasoning: { effort: 'max' } })).body.reasoning, { effort: 'xhigh' });
     assert.equal((await send({ reasoning: { effort: 'none' } })).body.reasoning, undefined);
     assert.deepEqual((await send({ reasoning: { include: true } })).body.reasoning, { summary: 'auto' });
+    assert.deepEqual((await send({ reasoning: { include: true, summary: 'detailed' } })).body.reasoning, {
+      summary: 'detailed',
+    });
+    // OpenAI refuses a cap below 16 tokens: it is raised to 16.
+    assert.equal((await send({ maxOutputTokens: 5 })).body.max_output_tokens, 16);
+    assert.equal((await send({ maxOutputTokens: 300 })).body.max_output_tokens, 300);
 
     const bare = (
       await send({
@@ -469,6 +475,26 @@ describe('OpenAI Responses adapter against a fake upstream', () => {
     await assert.rejects(
       collect(adapter.stream(call())),
       (caught: unknown) => caught instanceof UpstreamError && caught.status === 400 && !caught.retryable,
+    );
+
+    // As OpenAI sends it, the fields nested under `error`.
+    upstream.handle((_request, response) =>
+      writeEvents(response, [
+        created,
+        {
+          type: 'error',
+          error: { type: 'tokens', code: 'rate_limit_exceeded', message: 'Rate limit reached.', param: null },
+          sequence_number: 2,
+        },
+      ]),
+    );
+    await assert.rejects(
+      collect(adapter.stream(call())),
+      (caught: unknown) =>
+        caught instanceof UpstreamError &&
+        caught.status === 429 &&
+        caught.retryable &&
+        caught.message === 'Rate limit reached.',
     );
   });
 

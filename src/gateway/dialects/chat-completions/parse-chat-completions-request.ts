@@ -86,6 +86,7 @@ function reasoning(body: ChatCompletionsBody): ReasoningOptions | undefined {
   if (typeof given.enabled === 'boolean') options.enabled = given.enabled;
   if (typeof given.exclude === 'boolean') options.include = !given.exclude;
   else if (typeof body.include_reasoning === 'boolean') options.include = body.include_reasoning;
+  if (given.summary) options.summary = given.summary;
   return Object.keys(options).length > 0 ? options : undefined;
 }
 

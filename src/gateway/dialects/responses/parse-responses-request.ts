@@ -131,5 +131,7 @@ function toReasoning(reasoning: ResponsesBody['reasoning']): ReasoningOptions | 
   if (reasoning.enabled != null) options.enabled = reasoning.enabled;
   if (reasoning.exclude != null) options.include = !reasoning.exclude;
   else if ((reasoning.summary ?? reasoning.generate_summary) != null) options.include = true;
+  const summary = reasoning.summary ?? reasoning.generate_summary;
+  if (summary != null) options.summary = summary;
   return Object.keys(options).length > 0 ? options : undefined;
 }

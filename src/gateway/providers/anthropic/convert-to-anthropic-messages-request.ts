@@ -51,6 +51,8 @@ const EFFORT_BUDGETS: Record<Exclude<ReasoningOptions['effort'], 'none' | undefi
   max: 32_000 - DEFAULT_MAX_TOKENS,
 };
 const MIN_THINKING_BUDGET = 1024;
+/** The most of a caller's `maxOutputTokens` a budget derived from an effort level takes. */
+const THINKING_SHARE = 0.75;
 
 /** `data:<media type>;base64,<data>`; other data URLs (percent-encoded) are not accepted. */
 function parseDataUrl(url: string): { mediaType: string; data: string } | undefined {
@@ -205,8 +207,9 @@ export function convertToAnthropicMessages(
  * The thinking budget and the `max_tokens` that goes with it. Anthropic counts thinking inside
  * `max_tokens` and requires budget < max_tokens. A budget the caller gave is sent as is (a
  * conflict is theirs to hear about from Anthropic); one derived from an effort level is ours, so
- * it is clamped below the caller's `maxOutputTokens`, and dropped when that leaves less than the
- * 1024 minimum. With no `maxOutputTokens`, the default answer room comes on top of the budget.
+ * it takes at most three quarters of the caller's `maxOutputTokens`, and is dropped when that
+ * leaves less than the 1024 minimum. With no `maxOutputTokens`, the default answer room comes on
+ * top of the budget.
  */
 function planThinking(request: GenerationRequest): { budget: number | undefined; maxTokens: number } {
   const explicitMax = request.maxOutputTokens;
@@ -220,7 +223,11 @@ function thinkingBudget(reasoning: ReasoningOptions | undefined, explicitMax: nu
   // `enabled: true` with neither budget nor effort asks for reasoning at a default level.
   const effort = reasoning.effort ?? (reasoning.enabled ? 'medium' : undefined);
   if (effort === undefined) return undefined;
-  const budget = Math.min(EFFORT_BUDGETS[effort], (explicitMax ?? Number.POSITIVE_INFINITY) - 1);
+  // A quarter of the caller's cap stays for the answer: thinking up to the cap's last token would
+  // leave the answer one.
+  const room =
+    explicitMax === undefined ? Number.POSITIVE_INFINITY : Math.floor(explicitMax * THINKING_SHARE);
+  const budget = Math.min(EFFORT_BUDGETS[effort], room);
   return budget < MIN_THINKING_BUDGET ? undefined : budget;
 }
 
@@ -276,8 +283,16 @@ export function convertToAnthropicMessagesRequest(
 ): Record<string, unknown> {
   const { system, messages } = convertToAnthropicMessages(request.instructions, request.input);
   let thinking = planThinking(request);
-  if (thinking.budget !== undefined && lastToolTurnUnsigned(messages))
+  // Anthropic refuses thinking with a forced tool call ("Thinking may not be enabled when
+  // tool_choice forces tool use"), and after a tool turn sent back without its thinking: the
+  // request goes without thinking, which it accepts, rather than failing.
+  const forcesTool = request.toolChoice === 'required' || typeof request.toolChoice === 'object';
+  if (
+    thinking.budget !== undefined &&
+    ((forcesTool && request.tools?.length) || lastToolTurnUnsigned(messages))
+  )
     thinking = { budget: undefined, maxTokens: request.maxOutputTokens ?? DEFAULT_MAX_TOKENS };
+  const thinks = thinking.budget !== undefined;
   const body: Record<string, unknown> = { model: request.model, max_tokens: thinking.maxTokens };
   if (system !== undefined) body.system = system;
   body.messages = messages;
@@ -292,7 +307,9 @@ export function convertToAnthropicMessagesRequest(
     const toolChoice = convertToolChoice(request);
     if (toolChoice) body.tool_choice = toolChoice;
   }
-  if (request.temperature !== undefined) {
+  // With thinking on, Anthropic takes no temperature but 1, no top_k, and top_p from 0.95 only:
+  // those are left out then, as thinking was asked for too.
+  if (request.temperature !== undefined && !thinks) {
     // OpenAI-style surfaces allow up to 2; Anthropic refuses anything above 1. Refused here, so
     // routing can move on to a candidate that takes it, rather than changed behind the caller's back.
     if (request.temperature > 1)
@@ -301,8 +318,8 @@ export function convertToAnthropicMessagesRequest(
       );
     body.temperature = request.temperature;
   }
-  if (request.topP !== undefined) body.top_p = request.topP;
-  if (request.topK !== undefined) body.top_k = request.topK;
+  if (request.topP !== undefined && (!thinks || request.topP >= 0.95)) body.top_p = request.topP;
+  if (request.topK !== undefined && !thinks) body.top_k = request.topK;
   if (request.stop?.length) body.stop_sequences = request.stop;
   if (request.user !== undefined) body.metadata = { user_id: request.user };
   if (thinking.budget !== undefined) body.thinking = { type: 'enabled', budget_tokens: thinking.budget };

@@ -14,8 +14,8 @@ type GeminiPart = (
   | { text: string }
   | { inlineData: { mimeType: string; data: string } }
   | { fileData: { mimeType: string; fileUri: string } }
-  | { functionCall: { name: string; args: Record<string, unknown> } }
-  | { functionResponse: { name: string; response: Record<string, unknown> } }
+  | { functionCall: { id: string; name: string; args: Record<string, unknown> } }
+  | { functionResponse: { id: string; name: string; response: Record<string, unknown> } }
 ) & { thoughtSignature?: string };
 
 /**
@@ -136,8 +136,10 @@ function functionResponseBody(output: string): Record<string, unknown> {
  */
 export function convertToGeminiContents(input: InputItem[]): GeminiContent[] {
   const contents: GeminiContent[] = [];
-  // Gemini matches a response to its call by name and has no call ids; a later call with the same
-  // id (ids a client or another provider gave may repeat across turns) replaces an earlier one.
+  // A response names its call's function, and carries the call's id (Gemini 3 gives calls ids and
+  // matches responses by them: two calls of one function answered out of order would otherwise
+  // swap). A later call with the same id (ids a client or another provider gave may repeat across
+  // turns) replaces an earlier one.
   const callNames = new Map<string, string>();
   const append = (role: GeminiContent['role'], given: GeminiPart[]) => {
     // Gemini refuses empty text parts and turns without parts ("contents.parts must not be empty").
@@ -163,7 +165,7 @@ export function convertToGeminiContents(input: InputItem[]): GeminiContent[] {
       const signature = geminiSignature(item.reasoning);
       append('model', [
         {
-          functionCall: { name: item.name, args: argumentsObject(item) },
+          functionCall: { id: item.callId, name: item.name, args: argumentsObject(item) },
           ...(signature !== undefined ? { thoughtSignature: signature } : {}),
         },
       ]);
@@ -171,6 +173,7 @@ export function convertToGeminiContents(input: InputItem[]): GeminiContent[] {
       append('user', [
         {
           functionResponse: {
+            id: item.callId,
             name: callNames.get(item.callId) ?? item.callId,
             response: functionResponseBody(item.output),
           },
@@ -233,10 +236,10 @@ function generationConfig(request: GenerationRequest): Record<string, unknown> {
   if (format?.type === 'json_object' || format?.type === 'json_schema') {
     config.responseMimeType = 'application/json';
   }
-  // `responseSchema` is Gemini's OpenAPI-derived Schema, a subset of JSON Schema: keywords it does
-  // not know (`additionalProperties`, `$ref`, `$schema`…) are refused with a 400, which reaches the
-  // caller as Google's message. https://ai.google.dev/api/caching#Schema
-  if (format?.type === 'json_schema') config.responseSchema = format.schema;
+  // `responseJsonSchema` takes JSON Schema as clients write it (`additionalProperties`, `$ref`,
+  // `const`…), where `responseSchema`, Google's OpenAPI subset, refuses those keywords with a 400.
+  // https://ai.google.dev/api/generate-content#generationconfig
+  if (format?.type === 'json_schema') config.responseJsonSchema = format.schema;
   const reasoning = request.reasoning;
   if (reasoning?.maxTokens !== undefined || reasoning?.include !== undefined) {
     config.thinkingConfig = {
@@ -266,11 +269,13 @@ export function convertToGeminiRequest(request: GenerationRequest): Record<strin
   if (request.tools?.length) {
     body.tools = [
       {
-        // Like `responseSchema`, `parameters` accepts only Gemini's subset of JSON Schema.
+        // `parametersJsonSchema` takes JSON Schema as clients write it (zod's and OpenAI strict
+        // tools' `additionalProperties: false`, `$schema`, `const`…), which `parameters`, Google's
+        // OpenAPI subset, refuses with a 400. https://ai.google.dev/api/caching#FunctionDeclaration
         functionDeclarations: request.tools.map((tool) => ({
           name: tool.name,
           ...(tool.description !== undefined ? { description: tool.description } : {}),
-          ...(takesArguments(tool.parameters) ? { parameters: tool.parameters } : {}),
+          ...(takesArguments(tool.parameters) ? { parametersJsonSchema: tool.parameters } : {}),
         })),
       },
     ];

@@ -25,14 +25,21 @@ import {
 import { mapGeminiFinishReason } from './map-gemini-finish-reason.js';
 
 /**
- * Gemini ends with MALFORMED_FUNCTION_CALL when the model wrote a function call it could not parse:
- * no answer, as every dialect tells it (a failure, which another candidate may get right), rather
- * than a completed turn with nothing in it.
+ * Finishes that mean the model produced no usable answer: a function call it could not parse
+ * (MALFORMED_FUNCTION_CALL), a call to a tool it was not given or while tools were off
+ * (UNEXPECTED_TOOL_CALL), more calls than Gemini allows (TOO_MANY_TOOL_CALLS), or output it could not
+ * form (MALFORMED_RESPONSE). Each is a failure, which another candidate may get right, as every
+ * dialect tells it, rather than a completed turn with little or nothing in it.
  */
-const MALFORMED_CALL = 'MALFORMED_FUNCTION_CALL';
-const malformedCall = () =>
+const FAILED_FINISHES = new Set([
+  'MALFORMED_FUNCTION_CALL',
+  'UNEXPECTED_TOOL_CALL',
+  'TOO_MANY_TOOL_CALLS',
+  'MALFORMED_RESPONSE',
+]);
+const failedFinish = (reason: string) =>
   new UpstreamError({
-    message: 'Gemini stopped with MALFORMED_FUNCTION_CALL: the model wrote a function call that is not valid',
+    message: `Gemini stopped with ${reason}: the model's answer is not usable`,
     kind: 'invalid-response',
   });
 
@@ -109,7 +116,8 @@ export function createGeminiAdapter(options: { http: UpstreamHttp }): ProviderAd
           nativeFinishReason: blockReason,
         };
       }
-      if (candidate.finishReason === MALFORMED_CALL) throw malformedCall();
+      if (candidate.finishReason && FAILED_FINISHES.has(candidate.finishReason))
+        throw failedFinish(candidate.finishReason);
       let text = '';
       let reasoning = '';
       const toolCalls: GenerationResult['toolCalls'] = [];
@@ -214,7 +222,7 @@ export function createGeminiAdapter(options: { http: UpstreamHttp }): ProviderAd
             kind: 'invalid-response',
           });
         }
-        if (finish === MALFORMED_CALL) throw malformedCall();
+        if (FAILED_FINISHES.has(finish ?? '')) throw failedFinish(finish as string);
         yield { type: 'usage', usage: usage ?? emptyUsage() };
         if (finish === undefined) {
           yield { type: 'finish', reason: 'content-filter', nativeReason: blockReason ?? null };

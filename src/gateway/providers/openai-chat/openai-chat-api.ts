@@ -52,6 +52,31 @@ function argumentsText(value: unknown): string | undefined {
 }
 
 /** The first choice of a reply (`message`) or chunk (`delta`). Reasoning arrives under either name. */
+/**
+ * `content` given as a list of parts, as Mistral's reasoning models answer (whole and in stream
+ * deltas): `text` parts are the answer, `thinking` parts (whose `thinking` is itself a list of text
+ * parts, or a string) the reasoning. Parts of other types carry nothing to show.
+ * https://docs.mistral.ai/capabilities/reasoning/
+ */
+function contentParts(parts: unknown[]): { text: string; thinking?: string } {
+  let text = '';
+  let thinking: string | undefined;
+  const textOf = (value: unknown): string => {
+    if (typeof value === 'string') return value;
+    if (!Array.isArray(value)) return '';
+    let joined = '';
+    for (const entry of value) joined += asString(asRecord(entry)?.text) ?? '';
+    return joined;
+  };
+  for (const raw of parts) {
+    const part = asRecord(raw);
+    if (!part) continue;
+    if (part.type === 'text') text += asString(part.text) ?? '';
+    else if (part.type === 'thinking') thinking = (thinking ?? '') + textOf(part.thinking);
+  }
+  return thinking === undefined ? { text } : { text, thinking };
+}
+
 export function readOpenAiChoice(reply: unknown, field: 'message' | 'delta'): OpenAiChoiceView | undefined {
   const choices = asRecord(reply)?.choices;
   const choice = Array.isArray(choices) ? asRecord(choices[0]) : undefined;
@@ -74,9 +99,14 @@ export function readOpenAiChoice(reply: unknown, field: 'message' | 'delta'): Op
     });
   });
   const view: OpenAiChoiceView = { toolCalls };
-  const content = asString(body.content);
+  let content = asString(body.content);
+  let reasoning = asString(body.reasoning_content) ?? asString(body.reasoning);
+  if (Array.isArray(body.content)) {
+    const parts = contentParts(body.content);
+    content = parts.text;
+    if (parts.thinking !== undefined) reasoning = (reasoning ?? '') + parts.thinking;
+  }
   if (content !== undefined) view.content = content;
-  const reasoning = asString(body.reasoning_content) ?? asString(body.reasoning);
   if (reasoning !== undefined) view.reasoning = reasoning;
   const refusal = asString(body.refusal);
   if (refusal !== undefined) view.refusal = refusal;

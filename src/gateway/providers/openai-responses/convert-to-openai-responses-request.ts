@@ -63,6 +63,9 @@ export function convertToOpenAiResponsesInput(input: InputItem[]): ResponsesInpu
   return input.map(convertInputItem);
 }
 
+/** The smallest `max_output_tokens` OpenAI's Responses API takes. */
+const MIN_MAX_OUTPUT_TOKENS = 16;
+
 /**
  * OpenAI's effort levels. `max` has no OpenAI counterpart and asks for the most, `xhigh`; `none`
  * is left out, since models before gpt-5.1 reject it (and gpt-4o rejects `reasoning` altogether).
@@ -74,8 +77,8 @@ function convertReasoning(reasoning: ReasoningOptions | undefined): Record<strin
   if (reasoning.effort && reasoning.effort !== 'none') {
     converted.effort = reasoning.effort === 'max' ? 'xhigh' : reasoning.effort;
   }
-  // Reasoning text itself is never returned; a summary of it is, when asked for.
-  if (reasoning.include) converted.summary = 'auto';
+  // Reasoning text itself is never returned; a summary of it is, when asked for, at the level asked.
+  if (reasoning.include) converted.summary = reasoning.summary ?? 'auto';
   return Object.keys(converted).length > 0 ? converted : undefined;
 }
 
@@ -115,7 +118,10 @@ export function convertToOpenAiResponsesRequest(
   }
   if (request.parallelToolCalls !== undefined && hasTools(request))
     body.parallel_tool_calls = request.parallelToolCalls;
-  if (request.maxOutputTokens !== undefined) body.max_output_tokens = request.maxOutputTokens;
+  // OpenAI refuses a cap below 16 ("Expected a value >= 16"); a smaller one is raised to it, and
+  // billing stays within what the caller's cap reserved.
+  if (request.maxOutputTokens !== undefined)
+    body.max_output_tokens = Math.max(request.maxOutputTokens, MIN_MAX_OUTPUT_TOKENS);
   if (request.temperature !== undefined) body.temperature = request.temperature;
   if (request.topP !== undefined) body.top_p = request.topP;
   if (request.responseFormat) {

@@ -220,9 +220,14 @@ export function readOpenAiResponsesStreamEvent(data: unknown): OpenAiResponsesSt
       return argumentsEvent;
     }
     case 'error':
+      // OpenAI nests the fields (`{"type":"error","error":{"code","message"}}`); its reference once
+      // showed them flat, which some compatible servers send.
       return {
         type: 'error',
-        error: readOpenAiResponsesError(event) ?? { code: null, message: 'Upstream stream error' },
+        error: readOpenAiResponsesError(asRecord(event.error) ?? event) ?? {
+          code: null,
+          message: 'Upstream stream error',
+        },
       };
     default:
       return { type: 'other' };
