@@ -3,15 +3,26 @@
  * adapter consumes. It imports nothing else from src/; wire formats live at the edges.
  */
 
+/**
+ * A prompt-cache breakpoint (Anthropic's `cache_control`): the prompt up to and including what carries
+ * it is cached, and read back at a tenth of the input price by later requests that start the same
+ * way. Providers that cache on their own (OpenAI, Gemini) ignore it.
+ */
+export interface CacheControl {
+  type: 'ephemeral';
+  ttl?: '5m' | '1h';
+}
+
 /** A piece of message content. */
-export type ContentPart =
+export type ContentPart = (
   | { type: 'text'; text: string }
   /** An image by URL (https: or data:). `detail` is OpenAI's fidelity hint. */
   | { type: 'image'; url: string; detail?: 'auto' | 'low' | 'high' }
   /** A file (PDF and the like) as a data URL or https URL. */
   | { type: 'file'; url: string; mediaType?: string; filename?: string }
   /** Base64 audio with its container format (wav, mp3…). */
-  | { type: 'audio'; data: string; format: string };
+  | { type: 'audio'; data: string; format: string }
+) & { cacheControl?: CacheControl };
 
 /**
  * Whose reasoning a signature or opaque data is: only the provider family that made it can read it
@@ -66,9 +77,16 @@ export type InputItem =
    * A function call the model made in an earlier turn. `arguments` is JSON text as the model wrote
    * it; `reasoning`, the reasoning that came before the call in its turn.
    */
-  | { type: 'function-call'; callId: string; name: string; arguments: string; reasoning?: ReasoningBlock[] }
+  | {
+      type: 'function-call';
+      callId: string;
+      name: string;
+      arguments: string;
+      reasoning?: ReasoningBlock[];
+      cacheControl?: CacheControl;
+    }
   /** The caller's answer to a function call. */
-  | { type: 'function-call-output'; callId: string; output: string };
+  | { type: 'function-call-output'; callId: string; output: string; cacheControl?: CacheControl };
 
 export interface FunctionTool {
   type: 'function';
@@ -77,6 +95,7 @@ export interface FunctionTool {
   /** JSON Schema of the arguments object. */
   parameters: Record<string, unknown>;
   strict?: boolean;
+  cacheControl?: CacheControl;
 }
 
 export type ToolChoice = 'auto' | 'none' | 'required' | { type: 'function'; name: string };
@@ -108,6 +127,13 @@ export interface GenerationRequest {
   model: string;
   /** Top-level instructions (a system prompt), sent before `input`. */
   instructions?: string;
+  /**
+   * The instructions as the sections the client sent, when one carries a cache breakpoint
+   * (Anthropic's system blocks); `instructions` is their text joined, for providers without one.
+   */
+  instructionSections?: Array<{ text: string; cacheControl?: CacheControl }>;
+  /** A breakpoint for the whole request (Anthropic's top-level `cache_control`: its last block). */
+  cacheControl?: CacheControl;
   input: InputItem[];
   tools?: FunctionTool[];
   toolChoice?: ToolChoice;

@@ -457,6 +457,11 @@ describe('chat-completions dialect: refusing bad requests with a 400 naming the 
       'Invalid request parameters: body.messages must NOT have fewer than 1 items',
     ],
     [
+      'only an empty assistant turn',
+      { model: 'a/b', messages: [{ role: 'assistant', content: null }] },
+      'Invalid request parameters: body.messages must contain at least one message with content',
+    ],
+    [
       'messages not a list',
       { model: 'a/b', messages: 'Hi' },
       'Invalid request parameters: body.messages must be array',

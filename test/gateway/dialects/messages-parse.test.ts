@@ -71,7 +71,7 @@ describe('messages dialect: parsing a request', () => {
     });
   });
 
-  it('joins the system prompt, given as a string or as text blocks with cache_control', () => {
+  it('joins the system prompt, given as a string or as text blocks, keeping sections with a cache breakpoint', () => {
     assert.equal(parse({ ...user('Hi'), system: 'Be brief.' }).generation.instructions, 'Be brief.');
     const blocks = parse({
       ...user('Hi'),
@@ -81,6 +81,18 @@ describe('messages dialect: parsing a request', () => {
       ],
     });
     assert.equal(blocks.generation.instructions, 'You are a helper.\n\nAnswer in French.');
+    // The sections are kept for Anthropic's prompt caching, the breakpoint where the client put it.
+    assert.deepEqual(blocks.generation.instructionSections, [
+      { text: 'You are a helper.' },
+      { text: 'Answer in French.', cacheControl: { type: 'ephemeral', ttl: '1h' } },
+    ]);
+    assert.equal(
+      parse({ ...user('Hi'), system: [{ type: 'text', text: 'x' }] }).generation.instructionSections,
+      undefined,
+    );
+    assert.deepEqual(parse({ ...user('Hi'), cache_control: { type: 'ephemeral' } }).generation.cacheControl, {
+      type: 'ephemeral',
+    });
     assert.equal(parse({ ...user('Hi'), system: '' }).generation.instructions, undefined);
   });
 
@@ -113,6 +125,7 @@ describe('messages dialect: parsing a request', () => {
             url: 'data:application/pdf;base64,JVBERi0x',
             mediaType: 'application/pdf',
             filename: 'report.pdf',
+            cacheControl: { type: 'ephemeral' },
           },
           { type: 'file', url: 'https://example.com/paper.pdf', mediaType: 'application/pdf' },
           {
@@ -207,6 +220,7 @@ describe('messages dialect: parsing a request', () => {
         name: 'get_weather',
         description: 'Current weather',
         parameters: weather.input_schema,
+        cacheControl: { type: 'ephemeral' },
       },
       { type: 'function', name: 'noop', parameters: { type: 'object' } },
     ]);

@@ -29,8 +29,18 @@ import { nullable, taggedUnion, textOrList } from '../shared/schema-unions.js';
  * Ajv reports the first error only, and the first branch of an `anyOf` usually names the wrong problem.
  */
 
+/** A prompt-cache breakpoint on a text part, as Anthropic takes it (OpenRouter's chat form). */
+const CacheControlSchema = Type.Object(
+  { type: Type.Literal('ephemeral'), ttl: Type.Optional(stringEnum(['5m', '1h'])) },
+  { additionalProperties: false },
+);
+
 const ContentPartSchema = taggedUnion({
-  text: Type.Object({ type: Type.Literal('text'), text: Type.String() }),
+  text: Type.Object({
+    type: Type.Literal('text'),
+    text: Type.String(),
+    cache_control: Type.Optional(CacheControlSchema),
+  }),
   image_url: Type.Object({
     type: Type.Literal('image_url'),
     image_url: Type.Object({

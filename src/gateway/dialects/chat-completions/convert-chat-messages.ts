@@ -69,8 +69,13 @@ function contentOf(message: MessageBody, path: string): ContentPart[] {
   }
   return content.map((part, index): ContentPart => {
     const at = `${path}.content.${index}`;
-    if (role === 'user') return userPart(part, at);
-    return { type: 'text', text: textOf(part, at, role, role === 'assistant') };
+    const converted: ContentPart =
+      role === 'user'
+        ? userPart(part, at)
+        : { type: 'text', text: textOf(part, at, role, role === 'assistant') };
+    // A text part's cache breakpoint (Anthropic's prompt caching) goes with it.
+    if (part.type === 'text' && part.cache_control !== undefined) converted.cacheControl = part.cache_control;
+    return converted;
   });
 }
 
@@ -111,13 +116,21 @@ export function convertChatMessages(messages: MessageBody[]): InputItem[] {
       case 'tool': {
         if (message.tool_call_id === undefined)
           throw invalidParameter(`${path}.tool_call_id`, 'is required for tool messages');
-        const output = contentOf(message, path)
-          .map((part) => (part as { text: string }).text)
-          .join('');
-        items.push({ type: 'function-call-output', callId: message.tool_call_id, output });
+        const parts = contentOf(message, path);
+        const output = parts.map((part) => (part as { text: string }).text).join('');
+        const cacheControl = parts.find((part) => part.cacheControl !== undefined)?.cacheControl;
+        items.push({
+          type: 'function-call-output',
+          callId: message.tool_call_id,
+          output,
+          ...(cacheControl !== undefined ? { cacheControl } : {}),
+        });
         return;
       }
     }
   });
+  // Only empty assistant turns: nothing to send (and providers refuse an empty conversation).
+  if (items.length === 0)
+    throw invalidParameter('body.messages', 'must contain at least one message with content');
   return items;
 }

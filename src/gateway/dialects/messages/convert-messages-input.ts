@@ -1,4 +1,9 @@
-import type { ContentPart, InputItem, ReasoningBlock } from '../../../spec/generation-request.js';
+import type {
+  CacheControl,
+  ContentPart,
+  InputItem,
+  ReasoningBlock,
+} from '../../../spec/generation-request.js';
 import { invalidParameter } from '../shared/invalid-parameter.js';
 import { isBase64 } from '../shared/request-rules.js';
 import type { MessagesBody, MessagesContentBlock } from './messages-body-schema.js';
@@ -43,6 +48,15 @@ function documentPart(block: BlockOf<'document'>, path: string): ContentPart {
   return part;
 }
 
+/** A block's cache breakpoint, carried on what it became. */
+function cached<T extends { cacheControl?: CacheControl }>(
+  item: T,
+  block: { cache_control?: CacheControl },
+): T {
+  if (block.cache_control !== undefined) item.cacheControl = block.cache_control;
+  return item;
+}
+
 /** Canonical tool output is text; Anthropic's text blocks are paragraphs of it. */
 function toolResultText(content: BlockOf<'tool_result'>['content']): string {
   if (content === undefined) return '';
@@ -82,13 +96,13 @@ function convertMessage(message: Message, at: string, items: InputItem[]): void 
   message.content.forEach((block, index) => {
     switch (block.type) {
       case 'text':
-        parts.push({ type: 'text', text: block.text });
+        parts.push(cached<ContentPart>({ type: 'text', text: block.text }, block));
         break;
       case 'image':
-        parts.push(imagePart(block, `${at}.content.${index}`));
+        parts.push(cached(imagePart(block, `${at}.content.${index}`), block));
         break;
       case 'document':
-        parts.push(documentPart(block, `${at}.content.${index}`));
+        parts.push(cached(documentPart(block, `${at}.content.${index}`), block));
         break;
       case 'tool_use':
         if (role !== 'assistant') {
@@ -99,12 +113,17 @@ function convertMessage(message: Message, at: string, items: InputItem[]): void 
         }
         flush();
         items.push(
-          withReasoning({
-            type: 'function-call',
-            callId: block.id,
-            name: block.name,
-            arguments: JSON.stringify(block.input ?? {}),
-          }),
+          withReasoning(
+            cached<Extract<InputItem, { type: 'function-call' }>>(
+              {
+                type: 'function-call',
+                callId: block.id,
+                name: block.name,
+                arguments: JSON.stringify(block.input ?? {}),
+              },
+              block,
+            ),
+          ),
         );
         break;
       case 'tool_result':
@@ -115,11 +134,16 @@ function convertMessage(message: Message, at: string, items: InputItem[]): void 
           );
         }
         flush();
-        items.push({
-          type: 'function-call-output',
-          callId: block.tool_use_id,
-          output: toolResultText(block.content),
-        });
+        items.push(
+          cached<Extract<InputItem, { type: 'function-call-output' }>>(
+            {
+              type: 'function-call-output',
+              callId: block.tool_use_id,
+              output: toolResultText(block.content),
+            },
+            block,
+          ),
+        );
         break;
       case 'thinking':
         if (role !== 'assistant') break;

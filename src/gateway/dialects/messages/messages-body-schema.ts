@@ -18,10 +18,11 @@ import { nullable, taggedUnion, textOrList } from '../shared/schema-unions.js';
  * Unknown fields are refused at every level (400 "body.<field> is not a known field"), as Anthropic
  * itself refuses them and as the admin bodies do: a feature we would silently drop (`mcp_servers`,
  * `container`, `context_management`) or a misspelt field must not turn into a different request.
- * The official SDKs send only the fields the caller set, so they work unmodified. Fields Anthropic
- * defines that have no canonical counterpart but change nothing about the answer are accepted and
- * ignored: `cache_control` (top level and on blocks), `citations`, a document's `title`/`context`,
- * `service_tier`, and `thinking`/`redacted_thinking` blocks echoed back in assistant turns.
+ * The official SDKs send only the fields the caller set, so they work unmodified. `cache_control`
+ * (top level and on system, tool, content and tool-result blocks) is carried to Anthropic upstreams
+ * as prompt-cache breakpoints. Fields Anthropic defines that have no canonical counterpart but change
+ * nothing about the answer are accepted and ignored: `citations`, a document's `context`, and
+ * `service_tier`.
  */
 
 const CacheControl = Type.Object(

@@ -34,6 +34,7 @@ function convertTools(tools: MessagesTool[]): FunctionTool[] {
     const converted: FunctionTool = { type: 'function', name: tool.name, parameters: tool.input_schema };
     if (tool.description !== undefined) converted.description = tool.description;
     if (tool.strict !== undefined) converted.strict = tool.strict;
+    if (tool.cache_control !== undefined) converted.cacheControl = tool.cache_control;
     return converted;
   });
 }
@@ -99,6 +100,15 @@ export function parseMessagesRequest(
   const generation: Omit<GenerationRequest, 'model'> = { input: convertMessagesInput(body.messages) };
   const instructions = systemInstructions(body.system);
   if (instructions !== undefined) generation.instructions = instructions;
+  // System blocks keep their sections when one marks a cache breakpoint.
+  if (Array.isArray(body.system) && body.system.some((block) => block.cache_control !== undefined)) {
+    generation.instructionSections = body.system.map((block) =>
+      block.cache_control !== undefined
+        ? { text: block.text, cacheControl: block.cache_control }
+        : { text: block.text },
+    );
+  }
+  if (body.cache_control !== undefined) generation.cacheControl = body.cache_control;
   if (body.tools !== undefined && body.tools.length > 0) generation.tools = convertTools(body.tools);
   if (body.tool_choice !== undefined) {
     generation.toolChoice = convertToolChoice(body.tool_choice, generation.tools ?? []);

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import type {
+  CacheControl,
   ContentPart,
   GenerationRequest,
   InputItem,
@@ -15,14 +16,24 @@ type AnthropicSource =
   | { type: 'base64'; media_type: string; data: string }
   | { type: 'text'; media_type: 'text/plain'; data: string };
 
-type AnthropicContentBlock =
+type AnthropicContentBlock = (
   | { type: 'text'; text: string }
   | { type: 'image'; source: AnthropicSource }
   | { type: 'document'; source: AnthropicSource; title?: string }
   | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> }
   | { type: 'tool_result'; tool_use_id: string; content: string }
   | { type: 'thinking'; thinking: string; signature: string }
-  | { type: 'redacted_thinking'; data: string };
+  | { type: 'redacted_thinking'; data: string }
+) & { cache_control?: CacheControl };
+
+/** A system prompt section; the system goes as blocks only when one carries a cache breakpoint. */
+type SystemSection = { text: string; cacheControl?: CacheControl };
+
+/** A block with the cache breakpoint of what it came from. */
+function withCache<T extends AnthropicContentBlock>(block: T, cacheControl: CacheControl | undefined): T {
+  if (cacheControl !== undefined) block.cache_control = cacheControl;
+  return block;
+}
 
 interface AnthropicMessage {
   role: 'user' | 'assistant';
@@ -123,6 +134,11 @@ export function anthropicToolId(id: string): string {
 }
 
 function convertPart(part: ContentPart): AnthropicContentBlock | undefined {
+  const block = convertPartBlock(part);
+  return block && withCache(block, part.cacheControl);
+}
+
+function convertPartBlock(part: ContentPart): AnthropicContentBlock | undefined {
   switch (part.type) {
     case 'text':
       // Anthropic rejects empty text blocks ("text content blocks must be non-empty").
@@ -162,10 +178,13 @@ function thinkingBlocks(reasoning: readonly ReasoningBlock[] | undefined): Anthr
  * the assistant, tool results to the user.
  */
 export function convertToAnthropicMessages(
-  instructions: string | undefined,
+  instructions: string | SystemSection[] | undefined,
   input: InputItem[],
-): { system: string | undefined; messages: AnthropicMessage[] } {
-  const system: string[] = instructions ? [instructions] : [];
+): { system: string | AnthropicContentBlock[] | undefined; messages: AnthropicMessage[] } {
+  const system: SystemSection[] =
+    typeof instructions === 'string'
+      ? [{ text: instructions }]
+      : (instructions ?? []).filter((s) => s.text !== '');
   const messages: AnthropicMessage[] = [];
   const append = (role: AnthropicMessage['role'], blocks: AnthropicContentBlock[]) => {
     if (blocks.length === 0) return;
@@ -176,8 +195,14 @@ export function convertToAnthropicMessages(
   for (const item of input) {
     if (item.type === 'message') {
       if (item.role === 'system' || item.role === 'developer') {
-        const text = item.content.flatMap((part) => (part.type === 'text' ? [part.text] : [])).join('');
-        if (text) system.push(text);
+        let cacheControl: CacheControl | undefined;
+        let text = '';
+        for (const part of item.content) {
+          if (part.type !== 'text') continue;
+          text += part.text;
+          cacheControl = part.cacheControl ?? cacheControl;
+        }
+        if (text) system.push(cacheControl !== undefined ? { text, cacheControl } : { text });
       } else {
         append(item.role, [
           ...(item.role === 'assistant' ? thinkingBlocks(item.reasoning) : []),
@@ -187,11 +212,22 @@ export function convertToAnthropicMessages(
     } else if (item.type === 'function-call') {
       append('assistant', [
         ...thinkingBlocks(item.reasoning),
-        { type: 'tool_use', id: anthropicToolId(item.callId), name: item.name, input: argumentsObject(item) },
+        withCache(
+          {
+            type: 'tool_use',
+            id: anthropicToolId(item.callId),
+            name: item.name,
+            input: argumentsObject(item),
+          },
+          item.cacheControl,
+        ),
       ]);
     } else {
       append('user', [
-        { type: 'tool_result', tool_use_id: anthropicToolId(item.callId), content: item.output },
+        withCache(
+          { type: 'tool_result', tool_use_id: anthropicToolId(item.callId), content: item.output },
+          item.cacheControl,
+        ),
       ]);
     }
   }
@@ -200,7 +236,18 @@ export function convertToAnthropicMessages(
       'The conversation has no user or assistant content: Anthropic needs at least one message besides the system prompt',
     );
   }
-  return { system: system.length > 0 ? system.join('\n\n') : undefined, messages };
+  return { system: systemPrompt(system), messages };
+}
+
+/**
+ * The system prompt: one text, as before, unless a section marks a cache breakpoint; then its
+ * sections as text blocks, so that the breakpoint stays where the client put it.
+ */
+function systemPrompt(sections: SystemSection[]): string | AnthropicContentBlock[] | undefined {
+  if (sections.length === 0) return undefined;
+  if (!sections.some((section) => section.cacheControl !== undefined))
+    return sections.map((section) => section.text).join('\n\n');
+  return sections.map((section) => withCache({ type: 'text', text: section.text }, section.cacheControl));
 }
 
 /**
@@ -281,7 +328,10 @@ export function convertToAnthropicMessagesRequest(
   request: GenerationRequest,
   options: { stream: boolean },
 ): Record<string, unknown> {
-  const { system, messages } = convertToAnthropicMessages(request.instructions, request.input);
+  const { system, messages } = convertToAnthropicMessages(
+    request.instructionSections ?? request.instructions,
+    request.input,
+  );
   let thinking = planThinking(request);
   // Anthropic refuses thinking with a forced tool call ("Thinking may not be enabled when
   // tool_choice forces tool use"), and after a tool turn sent back without its thinking: the
@@ -302,6 +352,7 @@ export function convertToAnthropicMessagesRequest(
       name: tool.name,
       ...(tool.description !== undefined ? { description: tool.description } : {}),
       input_schema: inputSchema(tool.name, tool.parameters),
+      ...(tool.cacheControl !== undefined ? { cache_control: tool.cacheControl } : {}),
     }));
     // Anthropic rejects tool_choice without tools.
     const toolChoice = convertToolChoice(request);
@@ -323,5 +374,6 @@ export function convertToAnthropicMessagesRequest(
   if (request.stop?.length) body.stop_sequences = request.stop;
   if (request.user !== undefined) body.metadata = { user_id: request.user };
   if (thinking.budget !== undefined) body.thinking = { type: 'enabled', budget_tokens: thinking.budget };
+  if (request.cacheControl !== undefined) body.cache_control = request.cacheControl;
   return body;
 }
