@@ -39,6 +39,7 @@ import type { PolicyCache } from '../policy/policy-cache.js';
 import type { createAdapters } from '../providers/provider-protocols.js';
 import type { Principal } from './authenticate.js';
 import type { ContentFilterThreads } from './content-filters/content-filter-threads.js';
+import { requestFor } from './endpoint-request.js';
 import { type ContentFilterStage, runContentFilters } from './guardrail-stage.js';
 import { ObservedParts } from './observed-parts.js';
 import type { AttemptPlanner, Candidate } from './plan-attempts.js';
@@ -917,7 +918,7 @@ export function createGenerationService(options: {
         prepared,
         (target, call) =>
           adapters.adapterFor(target.protocol, target.endpoint.provider_slug).generate({
-            request: { ...prepared.generation, model: target.endpoint.provider_model_id },
+            request: requestFor(prepared.generation, target.endpoint),
             target: target.target,
             signal: call.signal,
             timeouts: timeoutsFor(target, false),
@@ -1060,7 +1061,7 @@ export function createGenerationService(options: {
           const iterator = adapters
             .adapterFor(target.protocol, target.endpoint.provider_slug)
             .stream({
-              request: { ...prepared.generation, model: target.endpoint.provider_model_id },
+              request: requestFor(prepared.generation, target.endpoint),
               target: target.target,
               signal: call.signal,
               timeouts: timeoutsFor(target, true),

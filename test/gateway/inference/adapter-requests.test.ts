@@ -262,6 +262,17 @@ describe('requests the upstream protocols would refuse', () => {
       assert.ok(reply.text.includes(field), `${path}: ${reply.text}`);
     }
     assert.equal(fake.requests.length, count, 'nothing was sent');
+    // A parameter the endpoint does not list is left out for it, as the reference's gateway ignores
+    // it; with require_parameters such an endpoint is not tried.
+    const reasoned = await chat(ACME_MODEL, { reasoning_effort: 'high', temperature: 0.4 });
+    assert.equal(reasoned.status, 200, reasoned.text);
+    assert.equal(sent().reasoning_effort, undefined);
+    assert.equal(sent().temperature, 0.4);
+    const strict = await chat(ACME_MODEL, {
+      reasoning_effort: 'high',
+      provider: { require_parameters: true },
+    });
+    assert.notEqual(strict.status, 200, strict.text);
     // The largest accepted values still go through.
     const largest = await chat(ACME_MODEL, { seed: Number.MAX_SAFE_INTEGER, top_k: 2 ** 31 - 1 });
     assert.equal(largest.status, 200, largest.text);

@@ -1,0 +1,56 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { requestFor } from '../../../src/gateway/pipeline/endpoint-request.js';
+
+const generation = {
+  input: [
+    { type: 'message' as const, role: 'user' as const, content: [{ type: 'text' as const, text: 'Hi' }] },
+  ],
+  maxOutputTokens: 100,
+  temperature: 0.3,
+  topP: 0.9,
+  topK: 5,
+  stop: ['END'],
+  seed: 7,
+  frequencyPenalty: 0.1,
+  presencePenalty: 0.2,
+  reasoning: { effort: 'high' as const },
+};
+
+describe('the request an endpoint is sent', () => {
+  it('leaves out the sampling parameters and reasoning the endpoint does not list', () => {
+    // OpenAI's gpt-5 family lists no temperature or top_p (OpenAI refuses them there).
+    const gpt5 = requestFor(generation, {
+      provider_model_id: 'gpt-5',
+      supported_parameters: ['max_tokens', 'reasoning', 'include_reasoning', 'seed', 'tools', 'tool_choice'],
+    });
+    assert.equal(gpt5.model, 'gpt-5');
+    assert.deepEqual(
+      [gpt5.temperature, gpt5.topP, gpt5.topK, gpt5.stop, gpt5.frequencyPenalty, gpt5.presencePenalty],
+      [undefined, undefined, undefined, undefined, undefined, undefined],
+    );
+    assert.equal(gpt5.seed, 7);
+    assert.equal(gpt5.maxOutputTokens, 100, 'the output cap always goes');
+    assert.deepEqual(gpt5.reasoning, { effort: 'high' });
+    // gpt-4o takes sampling but no reasoning options.
+    const gpt4o = requestFor(generation, {
+      provider_model_id: 'gpt-4o',
+      supported_parameters: ['max_tokens', 'temperature', 'top_p', 'stop', 'seed'],
+    });
+    assert.equal(gpt4o.reasoning, undefined);
+    assert.equal(gpt4o.temperature, 0.3);
+    // `include_reasoning` alone is enough for reasoning options.
+    assert.deepEqual(
+      requestFor(generation, { provider_model_id: 'm', supported_parameters: ['include_reasoning'] })
+        .reasoning,
+      { effort: 'high' },
+    );
+    // The caller's request is not changed.
+    assert.equal(generation.temperature, 0.3);
+  });
+
+  it('sends everything to an endpoint that lists nothing (configured without a list)', () => {
+    const all = requestFor(generation, { provider_model_id: 'custom', supported_parameters: [] });
+    assert.deepEqual(all, { ...generation, model: 'custom' });
+  });
+});
