@@ -85,8 +85,19 @@ export type InputItem =
       reasoning?: ReasoningBlock[];
       cacheControl?: CacheControl;
     }
-  /** The caller's answer to a function call. */
-  | { type: 'function-call-output'; callId: string; output: string; cacheControl?: CacheControl };
+  /**
+   * The caller's answer to a function call: its text, and `media`, the images and files it returned
+   * (a screenshot, a file read), which Anthropic takes inside the result and other providers in a
+   * user message right after it. `isError`: the tool failed (Anthropic's `is_error`).
+   */
+  | {
+      type: 'function-call-output';
+      callId: string;
+      output: string;
+      media?: ContentPart[];
+      isError?: boolean;
+      cacheControl?: CacheControl;
+    };
 
 export interface FunctionTool {
   type: 'function';

@@ -152,6 +152,8 @@ function promptSize(request: Omit<GenerationRequest, 'model'>): { bytes: number;
       bytes += Buffer.byteLength(item.arguments) + Buffer.byteLength(item.name) + 8;
     } else {
       bytes += Buffer.byteLength(item.output) + 8;
+      // Images and files a tool returned cost what media in a message do.
+      if (item.media !== undefined) hasMedia = true;
     }
   }
   if (request.tools?.length) bytes += Buffer.byteLength(JSON.stringify(request.tools));

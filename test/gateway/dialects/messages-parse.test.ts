@@ -193,7 +193,12 @@ describe('messages dialect: parsing a request', () => {
         arguments: '{"city":"Rome","unit":"c"}',
       },
       { type: 'function-call-output', callId: 'toolu_01', output: '18°C, clear' },
-      { type: 'function-call-output', callId: 'toolu_02', output: 'Service unavailable\nretry later' },
+      {
+        type: 'function-call-output',
+        callId: 'toolu_02',
+        output: 'Service unavailable\nretry later',
+        isError: true,
+      },
       { type: 'message', role: 'user', content: [{ type: 'text', text: 'Summarize please.' }] },
       { type: 'function-call', callId: 'toolu_03', name: 'noop', arguments: '{}' },
       { type: 'function-call-output', callId: 'toolu_03', output: '' },
@@ -502,7 +507,17 @@ describe('messages dialect: refusing a request', () => {
           content: [{ type: 'image', source: { type: 'url', url: 'u' } }],
         },
       ]),
-      'body.messages.0.content.0.content.0.type must be one of: text',
+      'body.messages.0.content.0.content.0.source.url must match pattern "^https?://"',
+    );
+    refused(
+      user([
+        {
+          type: 'tool_result',
+          tool_use_id: 't',
+          content: [{ type: 'tool_use', id: 'x', name: 'y', input: {} }],
+        },
+      ]),
+      'body.messages.0.content.0.content.0.type must be one of: text, image, document',
     );
     refused({ ...user('Hi'), system: [{ type: 'image' }] }, 'body.system.0.type must be one of: text');
     refused(user(42), 'body.messages.0.content must be string,array');

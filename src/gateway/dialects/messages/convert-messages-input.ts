@@ -57,11 +57,34 @@ function cached<T extends { cacheControl?: CacheControl }>(
   return item;
 }
 
-/** Canonical tool output is text; Anthropic's text blocks are paragraphs of it. */
-function toolResultText(content: BlockOf<'tool_result'>['content']): string {
-  if (content === undefined) return '';
-  if (typeof content === 'string') return content;
-  return content.map((block) => block.text).join('\n');
+/**
+ * A tool result: its text blocks are paragraphs of the output, its image and document blocks the
+ * output's media, and `is_error` says the tool failed.
+ */
+function toolResult(
+  block: BlockOf<'tool_result'>,
+  path: string,
+): Extract<InputItem, { type: 'function-call-output' }> {
+  const result: Extract<InputItem, { type: 'function-call-output' }> = {
+    type: 'function-call-output',
+    callId: block.tool_use_id,
+    output: '',
+  };
+  const { content } = block;
+  if (typeof content === 'string') result.output = content;
+  else if (content !== undefined) {
+    const texts: string[] = [];
+    const media: ContentPart[] = [];
+    content.forEach((part, index) => {
+      if (part.type === 'text') texts.push(part.text);
+      else if (part.type === 'image') media.push(imagePart(part, `${path}.content.${index}`));
+      else media.push(documentPart(part, `${path}.content.${index}`));
+    });
+    result.output = texts.join('\n');
+    if (media.length > 0) result.media = media;
+  }
+  if (block.is_error) result.isError = true;
+  return result;
 }
 
 /**
@@ -134,16 +157,7 @@ function convertMessage(message: Message, at: string, items: InputItem[]): void 
           );
         }
         flush();
-        items.push(
-          cached<Extract<InputItem, { type: 'function-call-output' }>>(
-            {
-              type: 'function-call-output',
-              callId: block.tool_use_id,
-              output: toolResultText(block.content),
-            },
-            block,
-          ),
-        );
+        items.push(cached(toolResult(block, `${at}.content.${index}`), block));
         break;
       case 'thinking':
         if (role !== 'assistant') break;

@@ -100,7 +100,9 @@ const ToolResultBlock = Type.Object(
   {
     type: Type.Literal('tool_result'),
     tool_use_id: Type.String({ minLength: 1 }),
-    content: Type.Optional(textOrList(taggedUnion({ text: TextBlock }))),
+    content: Type.Optional(
+      textOrList(taggedUnion({ text: TextBlock, image: ImageBlock, document: DocumentBlock })),
+    ),
     is_error: Type.Optional(Type.Boolean()),
     cache_control: Type.Optional(CacheControl),
   },

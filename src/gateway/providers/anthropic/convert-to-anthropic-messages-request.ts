@@ -21,7 +21,7 @@ type AnthropicContentBlock = (
   | { type: 'image'; source: AnthropicSource }
   | { type: 'document'; source: AnthropicSource; title?: string }
   | { type: 'tool_use'; id: string; name: string; input: Record<string, unknown> }
-  | { type: 'tool_result'; tool_use_id: string; content: string }
+  | { type: 'tool_result'; tool_use_id: string; content: string | AnthropicContentBlock[]; is_error?: true }
   | { type: 'thinking'; thinking: string; signature: string }
   | { type: 'redacted_thinking'; data: string }
 ) & { cache_control?: CacheControl };
@@ -223,12 +223,7 @@ export function convertToAnthropicMessages(
         ),
       ]);
     } else {
-      append('user', [
-        withCache(
-          { type: 'tool_result', tool_use_id: anthropicToolId(item.callId), content: item.output },
-          item.cacheControl,
-        ),
-      ]);
+      append('user', [withCache(toolResultBlock(item), item.cacheControl)]);
     }
   }
   if (messages.length === 0) {
@@ -237,6 +232,22 @@ export function convertToAnthropicMessages(
     );
   }
   return { system: systemPrompt(system), messages };
+}
+
+/** A tool's result: its text, with the images and documents it returned as blocks after it. */
+function toolResultBlock(item: Extract<InputItem, { type: 'function-call-output' }>): AnthropicContentBlock {
+  const tool_use_id = anthropicToolId(item.callId);
+  let content: string | AnthropicContentBlock[] = item.output;
+  if (item.media !== undefined) {
+    content = item.output === '' ? [] : [{ type: 'text', text: item.output }];
+    for (const part of item.media) {
+      const block = convertPart(part);
+      if (block) content.push(block);
+    }
+  }
+  return item.isError
+    ? { type: 'tool_result', tool_use_id, content, is_error: true }
+    : { type: 'tool_result', tool_use_id, content };
 }
 
 /**

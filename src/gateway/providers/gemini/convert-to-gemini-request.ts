@@ -9,6 +9,7 @@ import { UnsupportedRequestError } from '../../../spec/upstream-error.js';
 import { standardBase64 } from '../shared/base64-data.js';
 import { argumentsObject } from '../shared/function-arguments.js';
 import { sendsToolChoice } from '../shared/tool-choice.js';
+import { mediaAfterResults } from '../shared/tool-result-media.js';
 
 type GeminiPart = (
   | { text: string }
@@ -175,7 +176,8 @@ export function convertToGeminiContents(input: InputItem[]): GeminiContent[] {
           functionResponse: {
             id: item.callId,
             name: callNames.get(item.callId) ?? item.callId,
-            response: functionResponseBody(item.output),
+            // A failed tool's output is its error, as Gemini's convention has it.
+            response: item.isError ? { error: item.output } : functionResponseBody(item.output),
           },
         },
       ]);
@@ -256,7 +258,7 @@ function generationConfig(request: GenerationRequest): Record<string, unknown> {
  * https://ai.google.dev/api/generate-content#request-body
  */
 export function convertToGeminiRequest(request: GenerationRequest): Record<string, unknown> {
-  const contents = convertToGeminiContents(request.input);
+  const contents = convertToGeminiContents(mediaAfterResults(request.input));
   if (!UNCHECKED_MODELS.test(request.model)) signFunctionCalls(contents);
   if (contents.length === 0) {
     throw new UnsupportedRequestError(

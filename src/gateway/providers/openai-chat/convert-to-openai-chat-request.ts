@@ -1,6 +1,7 @@
 import type { ContentPart, GenerationRequest, InputItem } from '../../../spec/generation-request.js';
 import { UnsupportedRequestError } from '../../../spec/upstream-error.js';
 import { hasTools, sendsToolChoice } from '../shared/tool-choice.js';
+import { mediaAfterResults } from '../shared/tool-result-media.js';
 
 type OpenAiContentPart =
   | { type: 'text'; text: string }
@@ -99,7 +100,7 @@ export function convertToOpenAiChatRequest(
 ): Record<string, unknown> {
   const body: Record<string, unknown> = {
     model: request.model,
-    messages: convertToOpenAiChatMessages(request.instructions, request.input),
+    messages: convertToOpenAiChatMessages(request.instructions, mediaAfterResults(request.input)),
   };
   if (options.stream) {
     body.stream = true;

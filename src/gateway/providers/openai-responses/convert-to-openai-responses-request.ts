@@ -6,6 +6,7 @@ import type {
 } from '../../../spec/generation-request.js';
 import { UnsupportedRequestError } from '../../../spec/upstream-error.js';
 import { hasTools, sendsToolChoice } from '../shared/tool-choice.js';
+import { mediaAfterResults } from '../shared/tool-result-media.js';
 
 type ResponsesInputContent =
   | { type: 'input_text'; text: string }
@@ -93,7 +94,7 @@ export function convertToOpenAiResponsesRequest(
 ): Record<string, unknown> {
   const body: Record<string, unknown> = { model: request.model };
   if (request.instructions) body.instructions = request.instructions;
-  body.input = convertToOpenAiResponsesInput(request.input);
+  body.input = convertToOpenAiResponsesInput(mediaAfterResults(request.input));
   // The gateway keeps no upstream state: every request carries its whole conversation, and
   // nothing is left on OpenAI's side for a `previous_response_id` to refer to.
   body.store = false;
