@@ -603,4 +603,39 @@ describe('OpenAI Responses adapter against a fake upstream', () => {
     );
     assert.ok(Date.now() - started < 900, 'the first-token timeout fired before the upstream finished');
   });
+
+  it('waits out long silent reasoning the upstream shows with a reasoning item and keepalives', async () => {
+    const pause = () => new Promise((resolve) => setTimeout(resolve, 100));
+    upstream.handle(async (_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      let position = 0;
+      const send = (event: ResponsesEvent) => response.write(frame(event, position++));
+      send(created);
+      send(inProgress);
+      send({
+        type: 'response.output_item.added',
+        output_index: 0,
+        item: { id: 'rs_1', type: 'reasoning', summary: [] },
+      });
+      // 400 ms of reasoning against a 150 ms first-token timeout, a keepalive every 100 ms.
+      for (let beat = 0; beat < 4; beat++) {
+        await pause();
+        send({ type: 'keepalive' });
+      }
+      for (const event of messageStart) send(event);
+      send(textDelta('Done.'));
+      send({
+        type: 'response.completed',
+        response: responseObject({ status: 'completed', output: [messageItem], usage }),
+      });
+      response.end();
+    });
+    const parts = await collect(
+      adapter.stream(call({ timeouts: { headersMs: 2000, firstTokenMs: 150, idleMs: 5000 } })),
+    );
+    assert.deepEqual(
+      parts.filter((part) => part.type === 'text-delta'),
+      [{ type: 'text-delta', delta: 'Done.' }],
+    );
+  });
 });

@@ -143,8 +143,15 @@ export function createOpenAiResponsesAdapter(options: { http: UpstreamHttp }): P
             if (event.response.model !== undefined) metadata.model = event.response.model;
             yield metadata;
           }
+          if (event.type === 'keepalive') {
+            guard.alive();
+            continue;
+          }
           if (event.type === 'response.output_item.added') {
             const item = event.item;
+            // A reasoning item opens while the model thinks; with no summary asked for, nothing
+            // else may come for minutes.
+            if (item.type === 'reasoning') guard.alive();
             if (item.type !== 'function_call') continue;
             guard.output();
             const index = toolCalls++;

@@ -174,6 +174,8 @@ export type OpenAiResponsesStreamEvent =
     }
   | { type: 'response.function_call_arguments.delta'; itemId?: string; outputIndex?: number; delta: string }
   | { type: 'error'; error: OpenAiResponsesErrorView }
+  /** OpenAI's sign of life while a model reasons without streaming anything. */
+  | { type: 'keepalive' }
   /** content_part.*, output_text.done, *.done and event types added later. */
   | { type: 'other' };
 
@@ -219,6 +221,8 @@ export function readOpenAiResponsesStreamEvent(data: unknown): OpenAiResponsesSt
       if (outputIndex !== undefined) argumentsEvent.outputIndex = outputIndex;
       return argumentsEvent;
     }
+    case 'keepalive':
+      return { type: 'keepalive' };
     case 'error':
       // OpenAI nests the fields (`{"type":"error","error":{"code","message"}}`); its reference once
       // showed them flat, which some compatible servers send.

@@ -14,16 +14,14 @@ export function guardStream(call: AdapterCall) {
   const onAbort = () => controller.abort(call.signal.reason);
   if (call.signal.aborted) controller.abort(call.signal.reason);
   else call.signal.addEventListener('abort', onAbort, { once: true });
-  const timer = setTimeout(
-    () =>
-      controller.abort(
-        new UpstreamError({
-          message: 'Upstream sent no output before the first-token timeout',
-          kind: 'timeout',
-        }),
-      ),
-    call.timeouts.firstTokenMs,
-  );
+  const expire = () =>
+    controller.abort(
+      new UpstreamError({
+        message: 'Upstream sent no output before the first-token timeout',
+        kind: 'timeout',
+      }),
+    );
+  let timer = setTimeout(expire, call.timeouts.firstTokenMs);
   let started = false;
   return {
     signal: controller as CancelSignal,
@@ -36,6 +34,16 @@ export function guardStream(call: AdapterCall) {
       if (started) return;
       started = true;
       clearTimeout(timer);
+    },
+    /**
+     * The upstream shows it is working on an answer it has not begun to send (a reasoning model's
+     * keepalive): the first-token timer starts over, so that long reasoning is not taken for a dead
+     * upstream. Nothing is committed: the stream may still fail over until its first output.
+     */
+    alive() {
+      if (started || controller.aborted) return;
+      clearTimeout(timer);
+      timer = setTimeout(expire, call.timeouts.firstTokenMs);
     },
     /**
      * The failure to report for `error`: our own abort reason (the timeout) wins over the error it
