@@ -403,6 +403,34 @@ describe('Gemini adapter against a fake upstream', () => {
     ]);
   });
 
+  it('sends thinking budgets within the model range, effort levels as budgets, and thinking off', async () => {
+    upstream.handle((_request, response) =>
+      reply(response, 200, chunk([{ text: 'ok' }], { finishReason: 'STOP' })),
+    );
+    const sentThinking = async (
+      model: string,
+      reasoning: NonNullable<AdapterCall['request']['reasoning']>,
+    ) => {
+      const base = simple();
+      await adapter.generate({ ...base, request: { ...base.request, model, reasoning } });
+      return (upstream.requests.at(-1)!.body as any).generationConfig?.thinkingConfig;
+    };
+    assert.deepEqual(await sentThinking('gemini-2.5-flash', { effort: 'medium' }), { thinkingBudget: 8192 });
+    assert.deepEqual(await sentThinking('gemini-2.5-flash', { maxTokens: 100_000 }), {
+      thinkingBudget: 24_576,
+    });
+    // Off: Flash thinks 0 tokens; Pro cannot stop thinking and gets its least.
+    assert.deepEqual(await sentThinking('gemini-2.5-flash', { enabled: false, include: true }), {
+      thinkingBudget: 0,
+      includeThoughts: false,
+    });
+    assert.deepEqual(await sentThinking('gemini-2.5-pro', { effort: 'none' }), { thinkingBudget: 128 });
+    assert.deepEqual(await sentThinking('gemini-3-flash-preview', { effort: 'none' }), {
+      thinkingLevel: 'minimal',
+    });
+    assert.equal(await sentThinking('gemini-3-pro-preview', { effort: 'none' }), undefined);
+  });
+
   it("leaves a thought's own signature out: the call's is the one that goes back", async () => {
     upstream.handle((_request, response) =>
       reply(

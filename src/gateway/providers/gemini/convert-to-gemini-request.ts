@@ -242,14 +242,58 @@ function generationConfig(request: GenerationRequest): Record<string, unknown> {
   // `const`…), where `responseSchema`, Google's OpenAPI subset, refuses those keywords with a 400.
   // https://ai.google.dev/api/generate-content#generationconfig
   if (format?.type === 'json_schema') config.responseJsonSchema = format.schema;
-  const reasoning = request.reasoning;
-  if (reasoning?.maxTokens !== undefined || reasoning?.include !== undefined) {
-    config.thinkingConfig = {
-      ...(reasoning.maxTokens !== undefined ? { thinkingBudget: reasoning.maxTokens } : {}),
-      ...(reasoning.include !== undefined ? { includeThoughts: reasoning.include } : {}),
-    };
-  }
+  const thinking = thinkingConfig(request);
+  if (thinking) config.thinkingConfig = thinking;
   return config;
+}
+
+/**
+ * Gemini 2.5's thinking budgets: Flash and Flash-Lite think 0 (off) to 24,576 tokens, Pro 128 to
+ * 32,768 and cannot turn thinking off. https://ai.google.dev/gemini-api/docs/thinking
+ */
+const BUDGET_RANGE = {
+  flash: { min: 0, max: 24_576 },
+  pro: { min: 128, max: 32_768 },
+} as const;
+/** Effort levels as 2.5 budgets (clamped to the model's range). */
+const EFFORT_BUDGETS: Record<string, number> = {
+  none: 0,
+  minimal: 512,
+  low: 1024,
+  medium: 8192,
+  high: 24_576,
+  xhigh: 32_768,
+  max: 32_768,
+};
+
+/**
+ * The thinking settings: a budget the caller gave, or one for the effort level they named, or
+ * thinking off when they turned reasoning off, each held to the model's range (Gemini refuses a
+ * budget outside it); whether thought summaries come back. Gemini 3 takes levels instead of
+ * budgets: reasoning turned off asks its Flash models for the `minimal` level (its Pro models
+ * cannot lower thinking further than their default allows, and are sent no level).
+ */
+function thinkingConfig(request: GenerationRequest): Record<string, unknown> | undefined {
+  const reasoning = request.reasoning;
+  if (!reasoning) return undefined;
+  const config: Record<string, unknown> = {};
+  const off = reasoning.enabled === false || reasoning.effort === 'none';
+  const model = request.model.replace(/^models\//, '').toLowerCase();
+  if (/^gemini-2\.5-/.test(model)) {
+    const range = model.includes('flash') ? BUDGET_RANGE.flash : BUDGET_RANGE.pro;
+    const wanted = off
+      ? 0
+      : (reasoning.maxTokens ??
+        (reasoning.effort !== undefined ? EFFORT_BUDGETS[reasoning.effort] : undefined));
+    if (wanted !== undefined) config.thinkingBudget = Math.min(range.max, Math.max(range.min, wanted));
+  } else if (/^gemini-3/.test(model)) {
+    if (off && model.includes('flash')) config.thinkingLevel = 'minimal';
+    else if (reasoning.maxTokens !== undefined) config.thinkingBudget = reasoning.maxTokens;
+  } else if (reasoning.maxTokens !== undefined) {
+    config.thinkingBudget = reasoning.maxTokens;
+  }
+  if (reasoning.include !== undefined) config.includeThoughts = off ? false : reasoning.include;
+  return Object.keys(config).length > 0 ? config : undefined;
 }
 
 /**
