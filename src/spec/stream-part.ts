@@ -26,7 +26,8 @@ export type StreamPart =
   | { type: 'tool-call-delta'; index: number; argumentsDelta: string }
   | { type: 'tool-call-end'; index: number }
   | { type: 'usage'; usage: Usage }
-  | { type: 'finish'; reason: FinishReason; nativeReason: string | null }
+  /** `stopSequence`: the stop sequence that ended the answer, when the provider names it (Anthropic). */
+  | { type: 'finish'; reason: FinishReason; nativeReason: string | null; stopSequence?: string }
   /** A failure after the stream began; before the first output, adapters throw instead. */
   | { type: 'error'; error: UpstreamError };
 
@@ -50,4 +51,6 @@ export interface GenerationResult {
   usage: Usage;
   finishReason: FinishReason;
   nativeFinishReason: string | null;
+  /** The stop sequence that ended the answer, when the provider names it (Anthropic). */
+  stopSequence?: string;
 }

@@ -429,4 +429,55 @@ describe('cross-protocol translation through the whole gateway', () => {
       assert.deepEqual(anthropicStyle.body.content, [{ type: 'text', text: REFUSAL }]);
     }
   });
+
+  it('names the stop sequence Anthropic stopped at, of several, streamed and not', async () => {
+    anthropic.handle((request, response) => {
+      const message = {
+        id: 'msg_stop',
+        type: 'message',
+        role: 'assistant',
+        model: 'claude-haiku-4-5-20251001',
+        usage: { input_tokens: 5, output_tokens: 3 },
+      };
+      if (!(request.body as { stream?: boolean }).stream) {
+        response.writeHead(200, { 'content-type': 'application/json' }).end(
+          JSON.stringify({
+            ...message,
+            content: [{ type: 'text', text: 'one two' }],
+            stop_reason: 'stop_sequence',
+            stop_sequence: 'END',
+          }),
+        );
+        return;
+      }
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      const send = (type: string, data: Record<string, unknown>) =>
+        response.write(`event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`);
+      send('message_start', { message: { ...message, content: [], stop_reason: null, stop_sequence: null } });
+      send('content_block_start', { index: 0, content_block: { type: 'text', text: '' } });
+      send('content_block_delta', { index: 0, delta: { type: 'text_delta', text: 'one two' } });
+      send('content_block_stop', { index: 0 });
+      send('message_delta', {
+        delta: { stop_reason: 'stop_sequence', stop_sequence: 'END' },
+        usage: { output_tokens: 3 },
+      });
+      send('message_stop', {});
+      response.end();
+    });
+    const body = {
+      model: 'anthropic/claude-haiku-4.5',
+      max_tokens: 50,
+      stop_sequences: ['STOP', 'END'],
+      messages: [{ role: 'user', content: 'Count' }],
+    };
+    const whole = await gateway.request('POST', '/api/v1/messages', { key, body });
+    assert.equal(whole.status, 200, whole.text);
+    assert.deepEqual([whole.body.stop_reason, whole.body.stop_sequence], ['stop_sequence', 'END']);
+    const streamed = await gateway.request('POST', '/api/v1/messages', {
+      key,
+      body: { ...body, stream: true },
+    });
+    assert.equal(streamed.status, 200, streamed.text);
+    assert.match(streamed.text, /"stop_reason":"stop_sequence","stop_sequence":"END"/);
+  });
 });

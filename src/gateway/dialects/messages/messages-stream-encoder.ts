@@ -49,7 +49,7 @@ export function createMessagesStreamEncoder(body: MessagesBody, info: Generation
   let open: OpenBlock | null = null;
   let held: StreamPart[] = [];
   let sawToolCall = false;
-  let finish: { reason: FinishReason; native: string | null } | null = null;
+  let finish: { reason: FinishReason; native: string | null; sequence: string | undefined } | null = null;
   /** Tool calls that have had their block; a repeated start must not open a second one. */
   const openedTools = new Set<number>();
 
@@ -123,7 +123,7 @@ export function createMessagesStreamEncoder(body: MessagesBody, info: Generation
         open.ended = true;
         return replayHeld();
       case 'finish':
-        finish = { reason: part.reason, native: part.nativeReason };
+        finish = { reason: part.reason, native: part.nativeReason, sequence: part.stopSequence };
         return '';
       default:
         return '';
@@ -194,6 +194,7 @@ export function createMessagesStreamEncoder(body: MessagesBody, info: Generation
         finishReason: finish?.reason ?? 'stop',
         nativeFinishReason: finish?.native ?? null,
         hasToolCalls: sawToolCall,
+        stopSequence: finish?.sequence,
       });
       const stopEvent: { type: 'message_stop'; switchyard_metadata?: Record<string, unknown> } = {
         type: 'message_stop',

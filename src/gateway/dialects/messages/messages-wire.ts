@@ -67,6 +67,8 @@ export function stopReason(options: {
   finishReason: FinishReason;
   nativeFinishReason: string | null;
   hasToolCalls: boolean;
+  /** The sequence the provider said ended the answer. */
+  stopSequence?: string | undefined;
 }): StopReason {
   const { finishReason, nativeFinishReason, hasToolCalls } = options;
   let reason: string;
@@ -77,8 +79,12 @@ export function stopReason(options: {
   else if (finishReason === 'content-filter') reason = 'refusal';
   else reason = 'end_turn';
   if (hasToolCalls && (reason === 'end_turn' || reason === 'stop_sequence')) reason = 'tool_use';
+  // The provider's word when it named one; else the request's only sequence is the one that hit.
   const sequences = options.body.stop_sequences;
-  const sequence = reason === 'stop_sequence' && sequences?.length === 1 ? (sequences[0] as string) : null;
+  const sequence =
+    reason !== 'stop_sequence'
+      ? null
+      : (options.stopSequence ?? (sequences?.length === 1 ? (sequences[0] as string) : null));
   return { stop_reason: reason, stop_sequence: sequence };
 }
 

@@ -102,6 +102,7 @@ export function renderMessagesResult(
       finishReason: result.finishReason,
       nativeFinishReason: result.nativeFinishReason,
       hasToolCalls: result.toolCalls.length > 0,
+      stopSequence: result.stopSequence,
     }),
     usage: messagesUsage(summary),
     provider: info.providerName,

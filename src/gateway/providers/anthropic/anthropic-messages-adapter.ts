@@ -90,6 +90,7 @@ export function createAnthropicMessagesAdapter(options: {
         finishReason: mapAnthropicStopReason(message.stopReason),
         nativeFinishReason: message.stopReason ?? null,
       };
+      if (message.stopSequence !== undefined) result.stopSequence = message.stopSequence;
       const reasoningBlocks: NonNullable<GenerationResult['reasoningBlocks']> = [];
       // A block after a tool call (interleaved thinking) comes before the next one.
       const anchor = () => (result.toolCalls.length > 0 ? { beforeToolCall: result.toolCalls.length } : {});
@@ -133,6 +134,7 @@ export function createAnthropicMessagesAdapter(options: {
         });
 
         let stopReason: string | undefined;
+        let stopSequence: string | undefined;
         let sawStop = false;
         let identified = false;
         // Content block index → tool-call index: tool calls are numbered 0, 1, 2 among themselves,
@@ -197,6 +199,7 @@ export function createAnthropicMessagesAdapter(options: {
             // message_delta usage is cumulative, not an increment.
             usage = { ...usage, ...event.usage };
             if (event.stopReason !== undefined) stopReason = event.stopReason;
+            if (event.stopSequence !== undefined) stopSequence = event.stopSequence;
           } else if (event.type === 'message_stop') {
             // A stream that stops before message_start answered nothing: a bad answer to fail
             // over from, not a completed empty reply.
@@ -224,6 +227,7 @@ export function createAnthropicMessagesAdapter(options: {
           type: 'finish',
           reason: mapAnthropicStopReason(stopReason),
           nativeReason: stopReason ?? null,
+          ...(stopSequence !== undefined ? { stopSequence } : {}),
         };
       } catch (error) {
         const failure = guard.failure(error);

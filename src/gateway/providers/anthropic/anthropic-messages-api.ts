@@ -94,6 +94,8 @@ export interface AnthropicMessageView {
   model?: string;
   content: AnthropicContentBlockView[];
   stopReason?: string;
+  /** The stop sequence that ended the message (`stop_reason: stop_sequence`). */
+  stopSequence?: string;
   usage: AnthropicUsageCounts;
 }
 
@@ -111,6 +113,8 @@ export function readAnthropicMessage(reply: unknown): AnthropicMessageView | und
   if (model !== undefined) view.model = model;
   const stopReason = asString(message.stop_reason);
   if (stopReason !== undefined) view.stopReason = stopReason;
+  const stopSequence = asString(message.stop_sequence);
+  if (stopSequence !== undefined) view.stopSequence = stopSequence;
   return view;
 }
 
@@ -174,7 +178,7 @@ export type AnthropicStreamEvent =
         | { type: 'other' };
     }
   | { type: 'content_block_stop'; index: number }
-  | { type: 'message_delta'; stopReason?: string; usage: AnthropicUsageCounts }
+  | { type: 'message_delta'; stopReason?: string; stopSequence?: string; usage: AnthropicUsageCounts }
   | { type: 'message_stop' }
   | { type: 'error'; error: AnthropicErrorView }
   /** ping, and event types added later: Anthropic's versioning policy allows new ones. */
@@ -222,6 +226,8 @@ export function readAnthropicStreamEvent(data: unknown): AnthropicStreamEvent {
       const delta: AnthropicStreamEvent = { type: 'message_delta', usage: readAnthropicUsage(event.usage) };
       const stopReason = asString(asRecord(event.delta)?.stop_reason);
       if (stopReason !== undefined) delta.stopReason = stopReason;
+      const stopSequence = asString(asRecord(event.delta)?.stop_sequence);
+      if (stopSequence !== undefined) delta.stopSequence = stopSequence;
       return delta;
     }
     case 'message_stop':
