@@ -3,19 +3,19 @@ import type { GenerationRequest } from '../../spec/generation-request.js';
 
 /**
  * Sampling parameters an endpoint may not take, by the name the catalogue's `supported_parameters`
- * gives them. A provider refuses some of them outright (OpenAI's gpt-5 family: `temperature`,
- * `top_p`; gpt-4o: `reasoning_effort`), which would end the request with a 400 that no fallback
- * follows. Tools and response formats are not among them: without those the answer would be a
- * different one, so they are preferences among endpoints instead (plan-attempts.ts).
+ * gives them: those providers refuse outright (OpenAI's gpt-5 and o-series: `temperature`, `top_p`,
+ * the penalties; the newest Claude models: `temperature`, `top_p`), which would end the request with
+ * a 400 that no fallback follows. The catalogue's lists are reliable for these and not for others:
+ * `stop`, `seed` and `top_k` are missing from many endpoints that take them (every Gemini endpoint
+ * lacks `top_k`, Gemini 3's lack `stop`), so those always go, as do tools and response formats,
+ * without which the answer would be a different one (they are preferences among endpoints instead,
+ * plan-attempts.ts).
  */
 const SAMPLING: ReadonlyArray<readonly [keyof GenerationRequest, string]> = [
   ['temperature', 'temperature'],
   ['topP', 'top_p'],
-  ['topK', 'top_k'],
   ['frequencyPenalty', 'frequency_penalty'],
   ['presencePenalty', 'presence_penalty'],
-  ['seed', 'seed'],
-  ['stop', 'stop'],
 ];
 
 /**

@@ -71,6 +71,25 @@ describe('content filters: actions', () => {
     assert.deepEqual(outcome.skipped, []);
   });
 
+  it('redacts instructions kept as sections (a cache breakpoint) in their sections, and the joined text', () => {
+    const filters = compile([builtin('email', 'redact')]);
+    const cached = { type: 'ephemeral' as const };
+    const outcome = applyContentFilters(filters, {
+      ...request(user('Hi')),
+      instructions: 'You are a helper.\n\nEscalate to ops@example.com.',
+      instructionSections: [
+        { text: 'You are a helper.' },
+        { text: 'Escalate to ops@example.com.', cacheControl: cached },
+      ],
+    });
+    // The sections are what Anthropic is sent when one carries a breakpoint: they must be redacted.
+    assert.deepEqual(outcome.request.instructionSections, [
+      { text: 'You are a helper.' },
+      { text: 'Escalate to [EMAIL].', cacheControl: cached },
+    ]);
+    assert.equal(outcome.request.instructions, 'You are a helper.\n\nEscalate to [EMAIL].');
+  });
+
   it('blocks with the human name of a builtin and leaves the request as it was', () => {
     const original = request(user('mail john@example.com please'));
     const outcome = applyContentFilters(compile([builtin('email', 'block')]), original);

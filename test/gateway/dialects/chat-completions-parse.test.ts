@@ -242,6 +242,24 @@ describe('chat-completions dialect: parsing valid requests', () => {
     assert.equal(parsed.user, 'user-1');
   });
 
+  it('asks for reasoning back when a summary of it is asked for', () => {
+    assert.deepEqual(
+      accept({ ...minimal, reasoning: { effort: 'high', summary: 'detailed' } }).generation.reasoning,
+      {
+        effort: 'high',
+        summary: 'detailed',
+        include: true,
+      },
+    );
+    assert.deepEqual(
+      accept({ ...minimal, reasoning: { summary: 'concise', exclude: true } }).generation.reasoning,
+      {
+        include: false,
+        summary: 'concise',
+      },
+    );
+  });
+
   it('reads the simpler forms of each parameter', () => {
     const generation = (extra: object) => {
       const { input: _input, ...rest } = accept({ ...minimal, ...extra }).generation;

@@ -73,12 +73,21 @@ describe('prompt caching breakpoints reach Anthropic', () => {
         { role: 'user', content: [{ type: 'text', text: 'Read a.txt', cache_control: ephemeral }] },
         {
           role: 'assistant',
-          content: [{ type: 'tool_use', id: 'toolu_1', name: 'Read', input: { path: 'a.txt' } }],
+          content: [
+            { type: 'tool_use', id: 'toolu_1', name: 'Read', input: { path: 'a.txt' } },
+            { type: 'tool_use', id: 'toolu_2', name: 'Read', input: { path: 'b.txt' } },
+          ],
         },
         {
           role: 'user',
           content: [
             { type: 'tool_result', tool_use_id: 'toolu_1', content: 'hello', cache_control: ephemeral },
+            // A breakpoint on the text inside a result goes on the result, which that text ends.
+            {
+              type: 'tool_result',
+              tool_use_id: 'toolu_2',
+              content: [{ type: 'text', text: 'world', cache_control: ephemeral }],
+            },
           ],
         },
       ],
@@ -96,12 +105,10 @@ describe('prompt caching breakpoints reach Anthropic', () => {
       cache_control: ephemeral,
     });
     assert.equal(body.messages[1].content[0].cache_control, undefined);
-    assert.deepEqual(body.messages[2].content[0], {
-      type: 'tool_result',
-      tool_use_id: 'toolu_1',
-      content: 'hello',
-      cache_control: ephemeral,
-    });
+    assert.deepEqual(body.messages[2].content, [
+      { type: 'tool_result', tool_use_id: 'toolu_1', content: 'hello', cache_control: ephemeral },
+      { type: 'tool_result', tool_use_id: 'toolu_2', content: 'world', cache_control: ephemeral },
+    ]);
     // Cache reads are reported and billed (at the endpoint's cache-read price, below its input price).
     assert.equal(answer.body.usage.cache_read_input_tokens, 4000);
   });
@@ -134,6 +141,11 @@ describe('prompt caching breakpoints reach Anthropic', () => {
           role: 'user',
           content: [
             { type: 'text', text: 'A large document…', cache_control: { type: 'ephemeral', ttl: '1h' } },
+            {
+              type: 'image_url',
+              image_url: { url: 'https://example.com/chart.png' },
+              cache_control: ephemeral,
+            },
             { type: 'text', text: 'What does it say?' },
           ],
         },
@@ -146,6 +158,11 @@ describe('prompt caching breakpoints reach Anthropic', () => {
     ]);
     assert.deepEqual(body.messages[0].content, [
       { type: 'text', text: 'A large document…', cache_control: { type: 'ephemeral', ttl: '1h' } },
+      {
+        type: 'image',
+        source: { type: 'url', url: 'https://example.com/chart.png' },
+        cache_control: ephemeral,
+      },
       { type: 'text', text: 'What does it say?' },
     ]);
     assert.equal(answer.body.usage.prompt_tokens_details.cached_tokens, 4000);

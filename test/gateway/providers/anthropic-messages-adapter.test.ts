@@ -187,7 +187,6 @@ describe('Anthropic Messages adapter against a fake upstream', () => {
       ],
       tool_choice: { type: 'any', disable_parallel_tool_use: true },
       temperature: 0.2,
-      top_p: 0.9,
       top_k: 5,
       stop_sequences: ['END'],
       metadata: { user_id: 'user-42' },
@@ -396,6 +395,9 @@ describe('Anthropic Messages adapter against a fake upstream', () => {
     assert.deepEqual([sampled.temperature, sampled.top_p, sampled.top_k], [undefined, undefined, undefined]);
     const wide = (await think({ input: asking, reasoning: { effort: 'medium' }, topP: 0.97 })).body;
     assert.equal(wide.top_p, 0.97, 'top_p from 0.95 is taken with thinking');
+    // The newer models refuse temperature and top_p together: the temperature goes.
+    const both = (await think({ input: asking, temperature: 0.3, topP: 0.5, reasoning: undefined })).body;
+    assert.deepEqual([both.temperature, both.top_p], [0.3, undefined]);
     const fromGemini = (await think({ input: geminiSigned, reasoning: { effort: 'medium' } })).body;
     assert.equal(fromGemini.thinking, undefined, "another provider's signature is never sent to Anthropic");
     assert.ok(!JSON.stringify(fromGemini.messages).includes('gemini-sig'));

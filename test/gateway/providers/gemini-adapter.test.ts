@@ -429,6 +429,34 @@ describe('Gemini adapter against a fake upstream', () => {
       thinkingLevel: 'minimal',
     });
     assert.equal(await sentThinking('gemini-3-pro-preview', { effort: 'none' }), undefined);
+    // Flash-Lite thinks 512 tokens at least, when it thinks.
+    assert.deepEqual(await sentThinking('gemini-2.5-flash-lite', { maxTokens: 100 }), {
+      thinkingBudget: 512,
+    });
+    // Gemini 3 takes levels: Flash four, Pro two.
+    assert.deepEqual(await sentThinking('gemini-3-flash-preview', { effort: 'medium' }), {
+      thinkingLevel: 'medium',
+    });
+    assert.deepEqual(await sentThinking('gemini-3.1-pro-preview', { effort: 'medium' }), {
+      thinkingLevel: 'high',
+    });
+    assert.deepEqual(await sentThinking('gemini-3.1-pro-preview', { effort: 'low' }), {
+      thinkingLevel: 'low',
+    });
+    // An effort's budget leaves a quarter of the output cap to answer.
+    const base = simple();
+    await adapter.generate({
+      ...base,
+      request: {
+        ...base.request,
+        model: 'gemini-2.5-flash',
+        maxOutputTokens: 1000,
+        reasoning: { effort: 'high' },
+      },
+    });
+    assert.deepEqual((upstream.requests.at(-1)!.body as any).generationConfig.thinkingConfig, {
+      thinkingBudget: 750,
+    });
   });
 
   it("leaves a thought's own signature out: the call's is the one that goes back", async () => {

@@ -638,4 +638,26 @@ describe('OpenAI Responses adapter against a fake upstream', () => {
       [{ type: 'text-delta', delta: 'Done.' }],
     );
   });
+
+  it('fails over in the end from an upstream that only ever says it is working', async () => {
+    let stop = false;
+    upstream.handle(async (_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.write(frame(created, 0));
+      for (let beat = 1; !stop && beat < 100; beat++) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        response.write(frame({ type: 'keepalive' }, beat));
+      }
+      response.end();
+    });
+    const started = Date.now();
+    await assert.rejects(
+      collect(adapter.stream(call({ timeouts: { headersMs: 2000, firstTokenMs: 50, idleMs: 5000 } }))),
+      (caught: unknown) => caught instanceof UpstreamError && caught.kind === 'timeout',
+    );
+    stop = true;
+    const waited = Date.now() - started;
+    // Ended by the cap (a timeout), not by the upstream closing after its hundred keepalives.
+    assert.ok(waited >= 450, `signs of life stretched the wait (${waited} ms)`);
+  });
 });

@@ -43,6 +43,7 @@ const ContentPartSchema = taggedUnion({
   }),
   image_url: Type.Object({
     type: Type.Literal('image_url'),
+    cache_control: Type.Optional(CacheControlSchema),
     image_url: Type.Object({
       url: Type.String({ minLength: 1 }),
       detail: Type.Optional(stringEnum(['auto', 'low', 'high', 'original'])),

@@ -73,8 +73,9 @@ function contentOf(message: MessageBody, path: string): ContentPart[] {
       role === 'user'
         ? userPart(part, at)
         : { type: 'text', text: textOf(part, at, role, role === 'assistant') };
-    // A text part's cache breakpoint (Anthropic's prompt caching) goes with it.
-    if (part.type === 'text' && part.cache_control !== undefined) converted.cacheControl = part.cache_control;
+    // A text or image part's cache breakpoint (Anthropic's prompt caching) goes with it.
+    if ((part.type === 'text' || part.type === 'image_url') && part.cache_control !== undefined)
+      converted.cacheControl = part.cache_control;
     return converted;
   });
 }

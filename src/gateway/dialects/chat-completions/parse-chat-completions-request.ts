@@ -86,7 +86,11 @@ function reasoning(body: ChatCompletionsBody): ReasoningOptions | undefined {
   if (typeof given.enabled === 'boolean') options.enabled = given.enabled;
   if (typeof given.exclude === 'boolean') options.include = !given.exclude;
   else if (typeof body.include_reasoning === 'boolean') options.include = body.include_reasoning;
-  if (given.summary) options.summary = given.summary;
+  // Asking for a summary asks for reasoning to come back, as on the Responses surface.
+  if (given.summary) {
+    options.summary = given.summary;
+    options.include ??= true;
+  }
   return Object.keys(options).length > 0 ? options : undefined;
 }
 

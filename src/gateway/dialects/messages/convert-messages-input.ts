@@ -77,8 +77,10 @@ function toolResult(
     const media: ContentPart[] = [];
     content.forEach((part, index) => {
       if (part.type === 'text') texts.push(part.text);
-      else if (part.type === 'image') media.push(imagePart(part, `${path}.content.${index}`));
-      else media.push(documentPart(part, `${path}.content.${index}`));
+      else if (part.type === 'image') media.push(cached(imagePart(part, `${path}.content.${index}`), part));
+      else media.push(cached(documentPart(part, `${path}.content.${index}`), part));
+      // A breakpoint on the result's text moves to the result itself, which ends with that text.
+      if (part.type === 'text' && part.cache_control !== undefined) result.cacheControl = part.cache_control;
     });
     result.output = texts.join('\n');
     if (media.length > 0) result.media = media;

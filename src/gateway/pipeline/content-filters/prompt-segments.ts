@@ -23,8 +23,9 @@ export interface PromptSegment {
 const INSTRUCTIONS = -1;
 
 /**
- * One field of the prompt rewritten: the instructions (`item` -1), a message's text part (`part`),
- * or a function call's arguments or output (`part` -1), with its whole new text.
+ * One field of the prompt rewritten: the instructions (`item` -1; `part` the section, when they are
+ * kept as sections), a message's text part (`part`), or a function call's arguments or output
+ * (`part` -1), with its whole new text.
  */
 export interface PromptEdit {
   item: number;
@@ -47,7 +48,13 @@ export function promptText(request: GenerationRequest): PromptText {
     segments.push({ text, userSupplied, jsonStructure, origin: { item, part }, group });
 
   group += 1;
-  if (request.instructions) push(request.instructions, false, INSTRUCTIONS, 0);
+  // Instructions kept as sections (a cache breakpoint on one of them) are scanned section by
+  // section, so that an edit reaches the sections the upstream is sent, and their text joined.
+  if (request.instructionSections) {
+    request.instructionSections.forEach((section, index) => {
+      if (section.text) push(section.text, false, INSTRUCTIONS, index);
+    });
+  } else if (request.instructions) push(request.instructions, false, INSTRUCTIONS, 0);
   request.input.forEach((item, index) => {
     if (item.type === 'message') {
       item.content.forEach((part, partIndex) => {
@@ -107,8 +114,15 @@ export function applyPromptEdits(
     byItem.set(edit.item, list);
   }
   const rebuilt: GenerationRequest = { ...request };
-  const instructions = byItem.get(INSTRUCTIONS)?.[0];
-  if (instructions) rebuilt.instructions = instructions.text;
+  const instructionEdits = byItem.get(INSTRUCTIONS);
+  if (instructionEdits && request.instructionSections) {
+    const texts = new Map(instructionEdits.map((edit) => [edit.part, edit.text]));
+    rebuilt.instructionSections = request.instructionSections.map((section, index) => {
+      const text = texts.get(index);
+      return text !== undefined ? { ...section, text } : section;
+    });
+    rebuilt.instructions = rebuilt.instructionSections.map((section) => section.text).join('\n\n');
+  } else if (instructionEdits?.[0]) rebuilt.instructions = instructionEdits[0].text;
   if ([...byItem.keys()].some((item) => item !== INSTRUCTIONS)) {
     rebuilt.input = request.input.map((item, index) => {
       const list = byItem.get(index);

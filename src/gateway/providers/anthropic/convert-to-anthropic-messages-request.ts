@@ -380,7 +380,10 @@ export function convertToAnthropicMessagesRequest(
       );
     body.temperature = request.temperature;
   }
-  if (request.topP !== undefined && (!thinks || request.topP >= 0.95)) body.top_p = request.topP;
+  // The newer models refuse `temperature` and `top_p` together ("cannot both be specified"): the
+  // temperature, which every sampling setting of the other surfaces has, wins.
+  if (request.topP !== undefined && body.temperature === undefined && (!thinks || request.topP >= 0.95))
+    body.top_p = request.topP;
   if (request.topK !== undefined && !thinks) body.top_k = request.topK;
   if (request.stop?.length) body.stop_sequences = request.stop;
   if (request.user !== undefined) body.metadata = { user_id: request.user };

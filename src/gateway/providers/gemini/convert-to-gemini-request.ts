@@ -139,7 +139,8 @@ export function convertToGeminiContents(input: InputItem[]): GeminiContent[] {
   const contents: GeminiContent[] = [];
   // A response names its call's function, and carries the call's id (Gemini 3 gives calls ids and
   // matches responses by them: two calls of one function answered out of order would otherwise
-  // swap). A later call with the same id (ids a client or another provider gave may repeat across
+  // swap; the Gemini Developer API takes `id` on both, which Vertex AI's own API does not, and
+  // Vertex is not reached through this adapter). A later call with the same id (ids a client or another provider gave may repeat across
   // turns) replaces an earlier one.
   const callNames = new Map<string, string>();
   const append = (role: GeminiContent['role'], given: GeminiPart[]) => {
@@ -255,6 +256,19 @@ const BUDGET_RANGE = {
   flash: { min: 0, max: 24_576 },
   pro: { min: 128, max: 32_768 },
 } as const;
+const FLASH_LITE_MIN = 512;
+
+/**
+ * An effort level as Gemini 3's `thinkingLevel`: Flash takes minimal, low, medium and high, Pro low
+ * and high (its `medium` and above are high).
+ */
+function thinkingLevel(effort: string, flash: boolean): string {
+  if (effort === 'minimal') return flash ? 'minimal' : 'low';
+  if (effort === 'low') return 'low';
+  if (effort === 'medium') return flash ? 'medium' : 'high';
+  return 'high';
+}
+
 /** Effort levels as 2.5 budgets (clamped to the model's range). */
 const EFFORT_BUDGETS: Record<string, number> = {
   none: 0,
@@ -270,8 +284,8 @@ const EFFORT_BUDGETS: Record<string, number> = {
  * The thinking settings: a budget the caller gave, or one for the effort level they named, or
  * thinking off when they turned reasoning off, each held to the model's range (Gemini refuses a
  * budget outside it); whether thought summaries come back. Gemini 3 takes levels instead of
- * budgets: reasoning turned off asks its Flash models for the `minimal` level (its Pro models
- * cannot lower thinking further than their default allows, and are sent no level).
+ * budgets: an effort level becomes its `thinkingLevel`, and reasoning turned off asks its Flash
+ * models for the `minimal` level (its Pro models cannot think less than `low`, and are sent none).
  */
 function thinkingConfig(request: GenerationRequest): Record<string, unknown> | undefined {
   const reasoning = request.reasoning;
@@ -281,14 +295,28 @@ function thinkingConfig(request: GenerationRequest): Record<string, unknown> | u
   const model = request.model.replace(/^models\//, '').toLowerCase();
   if (/^gemini-2\.5-/.test(model)) {
     const range = model.includes('flash') ? BUDGET_RANGE.flash : BUDGET_RANGE.pro;
-    const wanted = off
-      ? 0
-      : (reasoning.maxTokens ??
-        (reasoning.effort !== undefined ? EFFORT_BUDGETS[reasoning.effort] : undefined));
-    if (wanted !== undefined) config.thinkingBudget = Math.min(range.max, Math.max(range.min, wanted));
+    let wanted = off ? 0 : reasoning.maxTokens;
+    if (wanted === undefined && reasoning.effort !== undefined) {
+      // Thinking counts inside maxOutputTokens: an effort's budget leaves a quarter of it to answer.
+      const room =
+        request.maxOutputTokens === undefined
+          ? Number.POSITIVE_INFINITY
+          : Math.floor(request.maxOutputTokens * 0.75);
+      wanted = Math.min(EFFORT_BUDGETS[reasoning.effort] ?? 0, room);
+    }
+    if (wanted !== undefined) {
+      let budget = Math.min(range.max, Math.max(range.min, wanted));
+      // Flash-Lite thinks at least 512 tokens when it thinks at all.
+      if (model.includes('flash-lite') && budget > 0) budget = Math.max(budget, FLASH_LITE_MIN);
+      config.thinkingBudget = budget;
+    }
   } else if (/^gemini-3/.test(model)) {
-    if (off && model.includes('flash')) config.thinkingLevel = 'minimal';
-    else if (reasoning.maxTokens !== undefined) config.thinkingBudget = reasoning.maxTokens;
+    const flash = model.includes('flash');
+    if (off) {
+      if (flash) config.thinkingLevel = 'minimal';
+    } else if (reasoning.effort !== undefined) {
+      config.thinkingLevel = thinkingLevel(reasoning.effort, flash);
+    } else if (reasoning.maxTokens !== undefined) config.thinkingBudget = reasoning.maxTokens;
   } else if (reasoning.maxTokens !== undefined) {
     config.thinkingBudget = reasoning.maxTokens;
   }

@@ -3,6 +3,9 @@ import type { CancelSignal } from '../../../spec/cancel-signal.js';
 import type { AdapterCall } from '../../../spec/provider-adapter.js';
 import { UpstreamError } from '../../../spec/upstream-error.js';
 
+/** How many first-token timeouts signs of life (`alive`) may stretch the wait for output to. */
+const MAX_ALIVE_FACTOR = 10;
+
 /**
  * What every streaming adapter needs around its upstream call: an abort signal that fires on the
  * caller's abort or on the first-token timeout, the moment of first output, and the failure to
@@ -21,6 +24,7 @@ export function guardStream(call: AdapterCall) {
         kind: 'timeout',
       }),
     );
+  const openedAt = performance.now();
   let timer = setTimeout(expire, call.timeouts.firstTokenMs);
   let started = false;
   return {
@@ -42,8 +46,12 @@ export function guardStream(call: AdapterCall) {
      */
     alive() {
       if (started || controller.aborted) return;
+      // Never past ten first-token timeouts in all (ten minutes by default): an upstream that only
+      // says it is working is failed over from in the end.
+      const left = openedAt + call.timeouts.firstTokenMs * MAX_ALIVE_FACTOR - performance.now();
+      if (left <= 0) return;
       clearTimeout(timer);
-      timer = setTimeout(expire, call.timeouts.firstTokenMs);
+      timer = setTimeout(expire, Math.min(call.timeouts.firstTokenMs, left));
     },
     /**
      * The failure to report for `error`: our own abort reason (the timeout) wins over the error it
