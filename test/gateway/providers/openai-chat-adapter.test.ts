@@ -182,6 +182,53 @@ describe('OpenAI chat-completions adapter against a fake upstream', () => {
     );
   });
 
+  it('reads a legacy function_call answer as a tool call, streamed and not', async () => {
+    upstream.handle((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          id: 'chatcmpl-f',
+          choices: [
+            {
+              index: 0,
+              message: {
+                role: 'assistant',
+                content: null,
+                function_call: { name: 'weather', arguments: '{"city":"Oslo"}' },
+              },
+              finish_reason: 'function_call',
+            },
+          ],
+          usage: { prompt_tokens: 3, completion_tokens: 2, total_tokens: 5 },
+        }),
+      );
+    });
+    const result = await adapter.generate(call());
+    assert.deepEqual(
+      result.toolCalls.map((toolCall) => [toolCall.name, toolCall.arguments]),
+      [['weather', '{"city":"Oslo"}']],
+    );
+    assert.equal(result.finishReason, 'tool-calls');
+
+    const chunk = (delta: unknown, finish: string | null = null) =>
+      `data: ${JSON.stringify({ id: 'chatcmpl-f', choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+    upstream.handle((_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.write(chunk({ role: 'assistant', function_call: { name: 'weather', arguments: '' } }));
+      response.write(chunk({ function_call: { arguments: '{"city":' } }));
+      response.write(chunk({ function_call: { arguments: '"Oslo"}' } }));
+      response.write(chunk({}, 'function_call'));
+      response.end('data: [DONE]\n\n');
+    });
+    const parts = await collect(adapter.stream(call()));
+    const calls = parts.filter((part) => part.type.startsWith('tool-call'));
+    assert.equal(calls[0]?.type === 'tool-call-start' ? calls[0].name : '', 'weather');
+    assert.equal(
+      calls.map((part) => (part.type === 'tool-call-delta' ? part.argumentsDelta : '')).join(''),
+      '{"city":"Oslo"}',
+    );
+    assert.equal(calls.at(-1)?.type, 'tool-call-end');
+  });
+
   it('reads tool-call arguments sent as an object instead of a JSON string as that JSON', async () => {
     upstream.handle((_request, response) => {
       response.writeHead(200, { 'content-type': 'application/json' }).end(

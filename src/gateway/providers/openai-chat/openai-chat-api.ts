@@ -82,7 +82,14 @@ export function readOpenAiChoice(reply: unknown, field: 'message' | 'delta'): Op
   const choice = Array.isArray(choices) ? asRecord(choices[0]) : undefined;
   if (!choice) return undefined;
   const body = asRecord(choice[field]) ?? {};
-  const rawCalls = Array.isArray(body.tool_calls) ? body.tool_calls : [];
+  // The legacy `function_call` (one call, no id) that older compatible servers still answer with,
+  // as the first tool call.
+  const legacy = asRecord(body.function_call);
+  const rawCalls = Array.isArray(body.tool_calls)
+    ? body.tool_calls
+    : legacy
+      ? [{ index: 0, function: legacy }]
+      : [];
   const toolCalls: OpenAiToolCallDelta[] = [];
   rawCalls.forEach((raw, position) => {
     const call = asRecord(raw);
