@@ -42,10 +42,13 @@ export const REASONING_FORMATS = [
 ] as const;
 export type ReasoningFormat = (typeof REASONING_FORMATS)[number];
 
+export const isReasoningFormat = (name: string): name is ReasoningFormat =>
+  (REASONING_FORMATS as readonly string[]).includes(name);
+
 /** A format a client sent back; a name the gateway does not know is `unknown`, never a provider's. */
 export function reasoningFormatOf(name: string | null | undefined): ReasoningFormat | undefined {
   if (name === undefined || name === null) return undefined;
-  return (REASONING_FORMATS as readonly string[]).includes(name) ? (name as ReasoningFormat) : 'unknown';
+  return isReasoningFormat(name) ? name : 'unknown';
 }
 
 /**

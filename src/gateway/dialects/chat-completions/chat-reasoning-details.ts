@@ -5,6 +5,7 @@ import {
   reasoningFormatOf,
 } from '../../../spec/generation-request.js';
 import type { GenerationResult, StreamPart } from '../../../spec/stream-part.js';
+import { opaqueBlock } from '../shared/labelled-reasoning.js';
 
 /**
  * `reasoning_details` on chat messages (the reference's `ChatReasoningDetails`): the reasoning a
@@ -148,11 +149,8 @@ export interface ReasoningDetailBody {
  */
 function blockOf(detail: ReasoningDetailBody): ReasoningBlock | undefined {
   const format = reasoningFormatOf(detail.format) ?? 'unknown';
-  if (detail.type === 'reasoning.encrypted' && typeof detail.data === 'string' && detail.data !== '') {
-    // Gemini's opaque value is a thought signature; everyone else's is a redacted block.
-    if (format === GEMINI) return { text: '', signature: detail.data, format };
-    return { text: '', redactedData: detail.data, format };
-  }
+  if (detail.type === 'reasoning.encrypted' && typeof detail.data === 'string' && detail.data !== '')
+    return opaqueBlock(detail.data, format);
   if (detail.type === 'reasoning.text' && detail.signature) {
     return { text: detail.text ?? '', signature: detail.signature, format };
   }

@@ -5,7 +5,7 @@ import {
   reasoningFormatOf,
 } from '../../../spec/generation-request.js';
 import { invalidParameter } from '../shared/invalid-parameter.js';
-import { readLabelled } from '../shared/labelled-reasoning.js';
+import { opaqueBlock, readLabelled } from '../shared/labelled-reasoning.js';
 import { contentUrlProblem, isBase64 } from '../shared/request-rules.js';
 import type { ResponsesInputItem } from './responses-body-schema.js';
 
@@ -108,10 +108,7 @@ function reasoningBlock(item: ResponsesInputItem, path: string): ReasoningBlock 
     // Its label says whose it is even where the client dropped `format`; unlabelled and
     // unformatted, it is nobody's (OpenAI's own, say) and no provider is sent it.
     const read = readLabelled(encrypted);
-    const format = read.format ?? given ?? 'unknown';
-    return format === 'google-gemini-v1'
-      ? { text: '', signature: read.value, format }
-      : { text: '', redactedData: read.value, format };
+    return opaqueBlock(read.value, read.format ?? given ?? 'unknown');
   }
   const format = given ?? 'unknown';
   const content = item.content;

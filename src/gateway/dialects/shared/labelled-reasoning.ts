@@ -1,4 +1,8 @@
-import { REASONING_FORMATS, type ReasoningFormat } from '../../../spec/generation-request.js';
+import {
+  isReasoningFormat,
+  type ReasoningBlock,
+  type ReasoningFormat,
+} from '../../../spec/generation-request.js';
 
 /**
  * An opaque reasoning value (a signature, redacted data) with its format written ahead of it,
@@ -16,8 +20,18 @@ export function readLabelled(value: string): { value: string; format?: Reasoning
   const colon = value.indexOf(':');
   if (colon > 0) {
     const format = value.slice(0, colon);
-    if ((REASONING_FORMATS as readonly string[]).includes(format))
-      return { value: value.slice(colon + 1), format: format as ReasoningFormat };
+    if (isReasoningFormat(format)) return { value: value.slice(colon + 1), format };
   }
   return { value };
+}
+
+/**
+ * An opaque reasoning value a client sent back (Responses `encrypted_content`, chat
+ * `reasoning.encrypted`) as its block: Gemini's is a thought signature, anyone else's redacted
+ * reasoning.
+ */
+export function opaqueBlock(value: string, format: ReasoningFormat): ReasoningBlock {
+  return format === 'google-gemini-v1'
+    ? { text: '', signature: value, format }
+    : { text: '', redactedData: value, format };
 }

@@ -10,6 +10,7 @@ import type {
 import { UnsupportedRequestError } from '../../../spec/upstream-error.js';
 import { standardBase64 } from '../shared/base64-data.js';
 import { argumentsObject } from '../shared/function-arguments.js';
+import { thinkingRoom } from '../shared/thinking-room.js';
 
 type AnthropicSource =
   | { type: 'url'; url: string }
@@ -62,8 +63,6 @@ const EFFORT_BUDGETS: Record<Exclude<ReasoningOptions['effort'], 'none' | undefi
   max: 32_000 - DEFAULT_MAX_TOKENS,
 };
 const MIN_THINKING_BUDGET = 1024;
-/** The most of a caller's `maxOutputTokens` a budget derived from an effort level takes. */
-const THINKING_SHARE = 0.75;
 
 /** `data:<media type>;base64,<data>`; other data URLs (percent-encoded) are not accepted. */
 function parseDataUrl(url: string): { mediaType: string; data: string } | undefined {
@@ -281,11 +280,7 @@ function thinkingBudget(reasoning: ReasoningOptions | undefined, explicitMax: nu
   // `enabled: true` with neither budget nor effort asks for reasoning at a default level.
   const effort = reasoning.effort ?? (reasoning.enabled ? 'medium' : undefined);
   if (effort === undefined) return undefined;
-  // A quarter of the caller's cap stays for the answer: thinking up to the cap's last token would
-  // leave the answer one.
-  const room =
-    explicitMax === undefined ? Number.POSITIVE_INFINITY : Math.floor(explicitMax * THINKING_SHARE);
-  const budget = Math.min(EFFORT_BUDGETS[effort], room);
+  const budget = Math.min(EFFORT_BUDGETS[effort], thinkingRoom(explicitMax));
   return budget < MIN_THINKING_BUDGET ? undefined : budget;
 }
 

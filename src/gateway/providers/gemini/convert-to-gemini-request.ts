@@ -8,6 +8,7 @@ import type {
 import { UnsupportedRequestError } from '../../../spec/upstream-error.js';
 import { standardBase64 } from '../shared/base64-data.js';
 import { argumentsObject } from '../shared/function-arguments.js';
+import { thinkingRoom } from '../shared/thinking-room.js';
 import { sendsToolChoice } from '../shared/tool-choice.js';
 import { mediaAfterResults } from '../shared/tool-result-media.js';
 
@@ -297,12 +298,7 @@ function thinkingConfig(request: GenerationRequest): Record<string, unknown> | u
     const range = model.includes('flash') ? BUDGET_RANGE.flash : BUDGET_RANGE.pro;
     let wanted = off ? 0 : reasoning.maxTokens;
     if (wanted === undefined && reasoning.effort !== undefined) {
-      // Thinking counts inside maxOutputTokens: an effort's budget leaves a quarter of it to answer.
-      const room =
-        request.maxOutputTokens === undefined
-          ? Number.POSITIVE_INFINITY
-          : Math.floor(request.maxOutputTokens * 0.75);
-      wanted = Math.min(EFFORT_BUDGETS[reasoning.effort] ?? 0, room);
+      wanted = Math.min(EFFORT_BUDGETS[reasoning.effort] ?? 0, thinkingRoom(request.maxOutputTokens));
     }
     if (wanted !== undefined) {
       let budget = Math.min(range.max, Math.max(range.min, wanted));
