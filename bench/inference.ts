@@ -30,6 +30,7 @@ const { values } = parseArgs({
     only: { type: 'string' },
     broadcast: { type: 'string' },
     rounds: { type: 'string', default: '1' },
+    floor: { type: 'string', default: 'bare' },
   },
 });
 const duration = Number(values.duration);
@@ -51,6 +52,16 @@ if (!(WARMUP_SECONDS > 0))
 const ROUNDS = Number(values.rounds);
 if (!Number.isInteger(ROUNDS) || ROUNDS < 1)
   throw new Error(`--rounds must be a whole number of at least 1, got "${values.rounds}"`);
+/**
+ * What stands in the floor's column: `bare`, the passthrough proxy (bench/bare-proxy.mjs), or
+ * `minimal`, the least a gateway can do (bench/minimal-gateway.mjs: body parsed, key hashed, fields
+ * checked, cost reserved and settled, reply translated, a record group-committed to SQLite). The
+ * minimal gateway serves non-streamed chat alone, so it is measured in those scenarios.
+ */
+const FLOORS = { bare: 'bench/bare-proxy.mjs', minimal: 'bench/minimal-gateway.mjs' } as const;
+if (!Object.hasOwn(FLOORS, values.floor))
+  throw new Error(`--floor must be one of ${Object.keys(FLOORS).join(', ')}, got "${values.floor}"`);
+const floor = values.floor as keyof typeof FLOORS;
 const only = values.only?.toLowerCase();
 const root = fileURLToPath(new URL('..', import.meta.url));
 
@@ -552,7 +563,9 @@ function spread(figures: number[], scale: number, unit: string, digits = 0): str
 const { proxyCpu, loadCpu } = claimCpus(fail);
 
 const selected = scenarios.filter(
-  (scenario) => !only || scenario.key.includes(only) || scenario.title.toLowerCase().includes(only),
+  (scenario) =>
+    (!only || scenario.key.includes(only) || scenario.title.toLowerCase().includes(only)) &&
+    (floor === 'bare' || (!scenario.streaming && scenario.gatewayPath.endsWith('/chat/completions'))),
 );
 if (selected.length === 0) fail(`--only ${values.only} matches no scenario`);
 
@@ -571,7 +584,7 @@ try {
     proxyCpu,
     [
       ...(process.env.BENCH_BARE_NODE_ARGS ?? '').split(/\s+/).filter(Boolean),
-      join(root, 'bench/bare-proxy.mjs'),
+      join(root, FLOORS[floor]),
       '--port',
       String(barePort),
       '--upstream',
@@ -612,6 +625,10 @@ try {
   if (oneMinuteLoad > cpus().length / 2)
     console.log(
       `warning: load average ${oneMinuteLoad.toFixed(1)} on ${cpus().length} CPUs; other processes share the CPUs, so the figures will be noisy`,
+    );
+  if (floor === 'minimal')
+    console.log(
+      'floor: the minimal gateway (bench/minimal-gateway.mjs) stands in the "bare proxy" rows and columns; non-streamed chat scenarios only',
     );
   console.log(
     'added p50 = p50 minus calling the fake upstream directly; proxy CPU % = share of its one CPU (100% = proxy-bound)',
