@@ -162,6 +162,11 @@ export interface GenerationRequest {
   seed?: number;
   responseFormat?: ResponseFormat;
   reasoning?: ReasoningOptions;
+  /**
+   * The endpoint's model reasons (its catalogue record lists `reasoning`), whether or not this
+   * request asks for reasoning options: set per endpoint (endpoint-request.ts), never by a dialect.
+   */
+  reasoningModel?: boolean;
   /** End-user identifier, forwarded where the provider accepts one. */
   user?: string;
 }

@@ -140,23 +140,118 @@ function geminiUpstream(request: RecordedRequest, response: ServerResponse): voi
   response.end(`data: ${JSON.stringify(reply)}\r\n\r\n`);
 }
 
+const OPENAI_ENCRYPTED = 'gAAAAABpEncryptedReasoningOfTurnOne';
+
+type OpenAiResponsesBody = {
+  stream?: boolean;
+  include?: string[];
+  input: Array<Record<string, unknown>>;
+};
+
+/**
+ * OpenAI's Responses API with `store: false`: the first turn reasons (encrypted, as `include` asks)
+ * and calls the tool. OpenAI accepts a second turn without the reasoning, and the model then
+ * reasons afresh; this fake says which it got, so that a test sees whether it came back whole and
+ * in its place, right before the call.
+ */
+function openAiResponsesUpstream(request: RecordedRequest, response: ServerResponse): void {
+  const body = request.body as OpenAiResponsesBody;
+  const callAt = body.input.findIndex((item) => item.type === 'function_call');
+  const output: Array<Record<string, unknown>> = [];
+  if (callAt >= 0) {
+    const kept =
+      body.input[callAt - 1]?.type === 'reasoning' &&
+      body.input[callAt - 1]?.encrypted_content === OPENAI_ENCRYPTED &&
+      !('id' in (body.input[callAt - 1] ?? {}));
+    output.push({
+      id: 'msg_2',
+      type: 'message',
+      role: 'assistant',
+      status: 'completed',
+      content: [{ type: 'output_text', text: kept ? 'Sunny.' : 'Sunny (reasoning lost).', annotations: [] }],
+    });
+  } else {
+    const encrypted = body.include?.includes('reasoning.encrypted_content');
+    output.push(
+      {
+        id: 'rs_1',
+        type: 'reasoning',
+        summary: [],
+        ...(encrypted ? { encrypted_content: OPENAI_ENCRYPTED } : {}),
+      },
+      {
+        id: 'fc_1',
+        type: 'function_call',
+        status: 'completed',
+        call_id: 'call_paris',
+        name: 'get_weather',
+        arguments: '{"city":"Paris"}',
+      },
+    );
+  }
+  const done = {
+    id: 'resp_1',
+    object: 'response',
+    status: 'completed',
+    model: 'gpt-5-mini-2025-08-07',
+    output,
+    usage: { input_tokens: 30, output_tokens: 20, output_tokens_details: { reasoning_tokens: 12 } },
+  };
+  if (!body.stream) {
+    json(response, 200, done);
+    return;
+  }
+  response.writeHead(200, { 'content-type': 'text/event-stream' });
+  const events: Array<Record<string, unknown>> = [
+    { type: 'response.created', response: { ...done, status: 'in_progress', output: [] } },
+  ];
+  output.forEach((item, index) => {
+    events.push({ type: 'response.output_item.added', output_index: index, item });
+    if (item.type === 'message')
+      events.push({
+        type: 'response.output_text.delta',
+        item_id: item.id,
+        output_index: index,
+        content_index: 0,
+        delta: (item.content as Array<{ text: string }>)[0]!.text,
+      });
+    events.push({ type: 'response.output_item.done', output_index: index, item });
+  });
+  events.push({ type: 'response.completed', response: done });
+  response.end(
+    events
+      .map(
+        (event, index) =>
+          `event: ${event.type}\ndata: ${JSON.stringify({ ...event, sequence_number: index })}\n\n`,
+      )
+      .join(''),
+  );
+}
+
 describe('signed reasoning round trips through chat completions and responses (openai SDK)', () => {
   let gateway: TestApp;
   let anthropic: Awaited<ReturnType<typeof startFakeUpstream>>;
   let gemini: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let openai: Awaited<ReturnType<typeof startFakeUpstream>>;
   let client: OpenAI;
   let key: string;
 
   before(async () => {
-    [anthropic, gemini] = await Promise.all([startFakeUpstream(), startFakeUpstream()]);
+    [anthropic, gemini, openai] = await Promise.all([
+      startFakeUpstream(),
+      startFakeUpstream(),
+      startFakeUpstream(),
+    ]);
     anthropic.handle(anthropicUpstream);
     gemini.handle(geminiUpstream);
+    openai.handle(openAiResponsesUpstream);
     gateway = await startTestApp({
       config: {
         credits: { initial: 10 },
         providers: {
           anthropic: { api_key: 'sk-ant-test', base_url: `${anthropic.url}/v1` },
           'google-ai-studio': { api_key: 'goog-test', base_url: `${gemini.url}/v1beta` },
+          openai: { api_key: 'sk-openai-test', base_url: `${openai.url}/v1` },
         },
       },
     });
@@ -167,7 +262,7 @@ describe('signed reasoning round trips through chat completions and responses (o
   });
   after(async () => {
     await gateway.close();
-    await Promise.all([anthropic.close(), gemini.close()]);
+    await Promise.all([anthropic.close(), gemini.close(), openai.close()]);
   });
 
   const claude = {
@@ -517,5 +612,111 @@ describe('signed reasoning round trips through chat completions and responses (o
       });
       assert.equal((second.content[0] as Anthropic.TextBlock).text, 'Sunny in Paris.', `stream: ${stream}`);
     }
+  });
+  const gpt5 = { model: 'openai/gpt-5-mini', tools: [weather] };
+
+  it('chat, OpenAI Responses upstream, both ways: the encrypted reasoning goes back before its call', async () => {
+    for (const stream of [false, true]) {
+      let call = { id: '', arguments: '' };
+      let details: Array<Record<string, unknown>> = [];
+      if (stream) {
+        const chunks = await client.chat.completions.create({ ...gpt5, messages: [question], stream: true });
+        for await (const chunk of chunks) {
+          const delta = chunk.choices[0]?.delta as {
+            reasoning_details?: Array<Record<string, unknown>>;
+          } & OpenAI.ChatCompletionChunk.Choice.Delta;
+          details.push(...(delta?.reasoning_details ?? []));
+          const toolCall = delta?.tool_calls?.[0];
+          if (toolCall?.id) call.id = toolCall.id;
+          call.arguments += toolCall?.function?.arguments ?? '';
+        }
+      } else {
+        const first = await client.chat.completions.create({ ...gpt5, messages: [question] });
+        const message = first.choices[0]!.message as OpenAI.ChatCompletionMessage & {
+          reasoning_details?: Array<Record<string, unknown>>;
+        };
+        const toolCall = message.tool_calls![0] as OpenAI.ChatCompletionMessageFunctionToolCall;
+        call = { id: toolCall.id, arguments: toolCall.function.arguments };
+        details = message.reasoning_details ?? [];
+      }
+      assert.deepEqual(details, [
+        {
+          type: 'reasoning.encrypted',
+          data: OPENAI_ENCRYPTED,
+          ...(stream ? {} : { id: 'call_paris' }),
+          format: 'openai-responses-v1',
+          index: 0,
+        },
+      ]);
+      const second = await client.chat.completions.create({
+        ...gpt5,
+        messages: [
+          question,
+          {
+            role: 'assistant',
+            content: null,
+            tool_calls: [
+              { id: call.id, type: 'function', function: { name: 'get_weather', arguments: call.arguments } },
+            ],
+            reasoning_details: details,
+          } as OpenAI.ChatCompletionAssistantMessageParam,
+          toolResult(call.id),
+        ],
+      });
+      assert.equal(second.choices[0]?.message.content, 'Sunny.', `stream: ${stream}`);
+    }
+  });
+
+  it('responses, OpenAI Responses upstream: the output sent back as input keeps the reasoning', async () => {
+    const tools = [
+      {
+        type: 'function' as const,
+        name: 'get_weather',
+        parameters: weather.function.parameters,
+        strict: false,
+      },
+    ];
+    const first = await client.responses.create({ model: gpt5.model, input: 'Weather in Paris?', tools });
+    const reasoning = first.output.find((item) => item.type === 'reasoning');
+    assert.equal(reasoning?.encrypted_content, `openai-responses-v1:${OPENAI_ENCRYPTED}`);
+    const call = first.output.find((item) => item.type === 'function_call')!;
+    const second = await client.responses.create({
+      model: gpt5.model,
+      tools,
+      input: [
+        { role: 'user', content: 'Weather in Paris?' },
+        ...(first.output as OpenAI.Responses.ResponseInputItem[]),
+        { type: 'function_call_output', call_id: call.call_id, output: 'sunny' },
+      ],
+    });
+    assert.equal(second.output_text, 'Sunny.');
+  });
+
+  it('messages, OpenAI Responses upstream, streamed: a labelled redacted_thinking block carries it back', async () => {
+    const anthropicClient = new Anthropic({ baseURL: `${gateway.url}/api`, apiKey: key, maxRetries: 0 });
+    const params = {
+      model: gpt5.model,
+      max_tokens: 1024,
+      tools: [
+        { name: 'get_weather', input_schema: weather.function.parameters as Anthropic.Tool.InputSchema },
+      ],
+    };
+    const first = await anthropicClient.messages
+      .stream({ ...params, messages: [{ role: 'user', content: 'Weather in Paris?' }] })
+      .finalMessage();
+    const redacted = first.content.find(
+      (block): block is Anthropic.RedactedThinkingBlock => block.type === 'redacted_thinking',
+    );
+    assert.equal(redacted?.data, `openai-responses-v1:${OPENAI_ENCRYPTED}`);
+    const call = first.content.find((block): block is Anthropic.ToolUseBlock => block.type === 'tool_use')!;
+    const second = await anthropicClient.messages.create({
+      ...params,
+      messages: [
+        { role: 'user', content: 'Weather in Paris?' },
+        { role: 'assistant', content: first.content },
+        { role: 'user', content: [{ type: 'tool_result', tool_use_id: call.id, content: 'sunny' }] },
+      ],
+    });
+    assert.equal((second.content[0] as Anthropic.TextBlock).text, 'Sunny.');
   });
 });

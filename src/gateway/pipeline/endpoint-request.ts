@@ -22,7 +22,8 @@ const SAMPLING: ReadonlyArray<readonly [keyof GenerationRequest, string]> = [
  * The request as one endpoint is sent it: its upstream model id, and the sampling parameters its
  * catalogue record does not list left out, as the reference's gateway ignores a parameter the
  * chosen provider does not support (`provider.require_parameters` keeps such endpoints out
- * instead). Reasoning options go only where `reasoning` or `include_reasoning` is listed. An
+ * instead). Reasoning options go only where `reasoning` or `include_reasoning` is listed, and a
+ * listed `reasoning` marks the model as one that reasons (`reasoningModel`). An
  * endpoint that lists no parameters at all (one configured without the list) is sent everything.
  */
 export function requestFor(
@@ -32,6 +33,7 @@ export function requestFor(
   const request: GenerationRequest = { ...generation, model: endpoint.provider_model_id };
   const supported = endpoint.supported_parameters;
   if (supported.length === 0) return request;
+  if (supported.includes('reasoning')) request.reasoningModel = true;
   for (const [field, name] of SAMPLING) {
     if (request[field] !== undefined && !supported.includes(name)) request[field] = undefined as never;
   }

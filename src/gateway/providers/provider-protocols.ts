@@ -74,9 +74,19 @@ export function createAdapters(http: UpstreamHttp) {
       createOpenAiChatAdapter({ http, ...options }),
     ]),
   );
+  // xAI's Responses API encrypts reasoning with its own keys: its blocks are labelled as xAI's, so
+  // that they never reach OpenAI (which would refuse them) and OpenAI's never reach xAI.
+  const responsesByProvider = new Map([
+    ['xai', createOpenAiResponsesAdapter({ http, reasoningFormat: 'xai-responses-v1' })],
+  ]);
   return {
     adapterFor(protocol: Protocol, providerSlug: string): ProviderAdapter {
-      const special = protocol === 'openai-chat' ? byProvider.get(providerBase(providerSlug)) : undefined;
+      const special =
+        protocol === 'openai-chat'
+          ? byProvider.get(providerBase(providerSlug))
+          : protocol === 'openai-responses'
+            ? responsesByProvider.get(providerBase(providerSlug))
+            : undefined;
       return special ?? (byProtocol.get(protocol) as ProviderAdapter);
     },
   };

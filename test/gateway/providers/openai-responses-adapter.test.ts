@@ -249,6 +249,7 @@ describe('OpenAI Responses adapter against a fake upstream', () => {
         },
       },
       reasoning: { effort: 'low', summary: 'auto' },
+      include: ['reasoning.encrypted_content'],
       user: 'user-42',
     });
     assert.deepEqual(result, {
@@ -659,5 +660,163 @@ describe('OpenAI Responses adapter against a fake upstream', () => {
     const waited = Date.now() - started;
     // Ended by the cap (a timeout), not by the upstream closing after its hundred keepalives.
     assert.ok(waited >= 450, `signs of life stretched the wait (${waited} ms)`);
+  });
+});
+
+describe('OpenAI Responses adapter: encrypted reasoning', () => {
+  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  const http = createUpstreamHttp();
+  const openAi = createOpenAiResponsesAdapter({ http });
+  const xAi = createOpenAiResponsesAdapter({ http, reasoningFormat: 'xai-responses-v1' });
+  const call = (request: Partial<AdapterCall['request']>): AdapterCall => ({
+    request: { model: 'gpt-5-mini', input: [{ type: 'message', role: 'user', content: [] }], ...request },
+    target: { baseUrl: `${upstream.url}/v1`, apiKey: 'sk-upstream' },
+    signal: new AbortController().signal,
+    timeouts: { headersMs: 2000, firstTokenMs: 2000, idleMs: 2000 },
+  });
+  const encrypted = (id: string) => ({ ...reasoningItem, id, encrypted_content: `gAAAAAB${id}` });
+
+  before(async () => {
+    upstream = await startFakeUpstream();
+  });
+  after(async () => {
+    await http.close();
+    await upstream.close();
+  });
+
+  it('asks a reasoning model for its reasoning encrypted and reads it as blocks in their place', async () => {
+    upstream.handle((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify(
+          responseObject({
+            status: 'completed',
+            output: [
+              encrypted('rs_1'),
+              messageItem,
+              encrypted('rs_2'),
+              functionCallItem,
+              encrypted('rs_3'),
+              { ...functionCallItem, id: 'fc_2', call_id: 'call_2' },
+            ],
+            usage,
+          }),
+        ),
+      );
+    });
+    const result = await openAi.generate(call({ reasoningModel: true }));
+    assert.deepEqual((upstream.requests.at(-1)!.body as Record<string, unknown>).include, [
+      'reasoning.encrypted_content',
+    ]);
+    assert.deepEqual(result.reasoningBlocks, [
+      { text: '', redactedData: 'gAAAAABrs_1', format: 'openai-responses-v1' },
+      { text: '', redactedData: 'gAAAAABrs_2', format: 'openai-responses-v1', beforeToolCall: 0 },
+      { text: '', redactedData: 'gAAAAABrs_3', format: 'openai-responses-v1', beforeToolCall: 1 },
+    ]);
+
+    // xAI's values are its own format.
+    const fromXai = await xAi.generate(call({ reasoningModel: true }));
+    assert.equal(fromXai.reasoningBlocks?.[0]?.format, 'xai-responses-v1');
+  });
+
+  it('does not ask a model that does not reason for encrypted reasoning', async () => {
+    upstream.handle((_request, response) => {
+      response
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify(responseObject({ status: 'completed', output: [messageItem], usage })));
+    });
+    const result = await openAi.generate(call({ model: 'gpt-4.1' }));
+    assert.equal('include' in (upstream.requests.at(-1)!.body as Record<string, unknown>), false);
+    assert.equal(result.reasoningBlocks, undefined);
+  });
+
+  it('sends its own encrypted reasoning back before the items it came before, and no one else’s', async () => {
+    upstream.handle((_request, response) => {
+      response
+        .writeHead(200, { 'content-type': 'application/json' })
+        .end(JSON.stringify(responseObject({ status: 'completed', output: [messageItem], usage })));
+    });
+    const input: AdapterCall['request']['input'] = [
+      { type: 'message', role: 'user', content: [{ type: 'text', text: 'Weather?' }] },
+      {
+        type: 'message',
+        role: 'assistant',
+        content: [{ type: 'text', text: 'Checking.' }],
+        reasoning: [
+          { text: '', redactedData: 'gAAAAABown1', format: 'openai-responses-v1' },
+          { text: 'thought', signature: 'sig', format: 'anthropic-claude-v1' },
+          { text: '', redactedData: 'xai-data', format: 'xai-responses-v1' },
+          { text: 'a summary, no data', format: 'openai-responses-v1' },
+        ],
+      },
+      {
+        type: 'function-call',
+        callId: 'call_1',
+        name: 'weather',
+        arguments: '{}',
+        reasoning: [{ text: '', redactedData: 'gAAAAABown2', format: 'openai-responses-v1' }],
+      },
+      { type: 'function-call-output', callId: 'call_1', output: 'sunny' },
+    ];
+    await openAi.generate(call({ input }));
+    const sent = upstream.requests.at(-1)!.body as Record<string, unknown>;
+    assert.deepEqual(sent.input, [
+      { type: 'message', role: 'user', content: [{ type: 'input_text', text: 'Weather?' }] },
+      { type: 'reasoning', summary: [], encrypted_content: 'gAAAAABown1' },
+      { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Checking.' }] },
+      { type: 'reasoning', summary: [], encrypted_content: 'gAAAAABown2' },
+      { type: 'function_call', call_id: 'call_1', name: 'weather', arguments: '{}' },
+      { type: 'function_call_output', call_id: 'call_1', output: 'sunny' },
+    ]);
+    // Sending reasoning back means the model reasons: its next reasoning is asked for too.
+    assert.deepEqual(sent.include, ['reasoning.encrypted_content']);
+
+    await xAi.generate(call({ input }));
+    const toXai = (upstream.requests.at(-1)!.body as Record<string, unknown>).input as Array<
+      Record<string, unknown>
+    >;
+    assert.deepEqual(
+      toXai.filter((item) => item.type === 'reasoning'),
+      [{ type: 'reasoning', summary: [], encrypted_content: 'xai-data' }],
+    );
+  });
+
+  it('streams a reasoning item’s encrypted content as a redacted part before the call it led to', async () => {
+    const reasoning = encrypted('rs_9');
+    upstream.handle((_request, response) =>
+      writeEvents(response, [
+        created,
+        { type: 'response.output_item.added', output_index: 0, item: { ...reasoning, summary: [] } },
+        {
+          type: 'response.reasoning_summary_text.delta',
+          item_id: 'rs_9',
+          output_index: 0,
+          summary_index: 0,
+          delta: 'Thinking.',
+        },
+        { type: 'response.output_item.done', output_index: 0, item: reasoning },
+        {
+          type: 'response.output_item.added',
+          output_index: 1,
+          item: { ...functionCallItem, status: 'in_progress', arguments: '' },
+        },
+        { type: 'response.output_item.done', output_index: 1, item: functionCallItem },
+        {
+          type: 'response.completed',
+          response: responseObject({ status: 'completed', output: [reasoning, functionCallItem], usage }),
+        },
+      ]),
+    );
+    const parts = await collect(openAi.stream(call({ reasoningModel: true })));
+    assert.deepEqual(
+      parts.filter((part) => part.type !== 'response-metadata' && part.type !== 'usage'),
+      [
+        { type: 'reasoning-delta', delta: 'Thinking.' },
+        { type: 'reasoning-redacted', data: 'gAAAAABrs_9', format: 'openai-responses-v1' },
+        { type: 'tool-call-start', index: 0, callId: 'call_Xy9z8KqW2mF3', name: 'weather' },
+        { type: 'tool-call-delta', index: 0, argumentsDelta: '{"city":"Oslo"}' },
+        { type: 'tool-call-end', index: 0 },
+        { type: 'finish', reason: 'tool-calls', nativeReason: 'completed' },
+      ],
+    );
   });
 });

@@ -120,4 +120,26 @@ describe('adapters per protocol and provider', () => {
     assert.equal(adapters.adapterFor('anthropic-messages', 'anthropic').protocol, 'anthropic-messages');
     assert.equal(adapters.adapterFor('demo', 'switchyard').protocol, 'demo');
   });
+
+  it("labels xAI's encrypted reasoning as xAI's and OpenAI's as OpenAI's", async () => {
+    const adapters = createAdapters(http);
+    const reasoningReply = {
+      id: 'resp_1',
+      status: 'completed',
+      output: [{ id: 'rs_1', type: 'reasoning', summary: [], encrypted_content: 'opaque' }],
+    };
+    upstream.handle((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(reasoningReply));
+    });
+    const call = {
+      request: { model: 'm', input: [], reasoningModel: true },
+      target: { baseUrl: upstream.url, apiKey: 'k' },
+      signal: new AbortController().signal,
+      timeouts: { headersMs: 2000, firstTokenMs: 2000, idleMs: 2000 },
+    };
+    const fromXai = await adapters.adapterFor('openai-responses', 'xai').generate(call);
+    const fromOpenAi = await adapters.adapterFor('openai-responses', 'openai').generate(call);
+    assert.equal(fromXai.reasoningBlocks?.[0]?.format, 'xai-responses-v1');
+    assert.equal(fromOpenAi.reasoningBlocks?.[0]?.format, 'openai-responses-v1');
+  });
 });

@@ -172,7 +172,10 @@ function convertMessage(message: Message, at: string, items: InputItem[]): void 
       case 'redacted_thinking':
         if (role !== 'assistant') break;
         flush();
-        reasoning.push({ text: '', redactedData: block.data, format: 'anthropic-claude-v1' });
+        {
+          const read = readMessagesSignature(block.data);
+          reasoning.push({ text: '', redactedData: read.signature, format: read.format });
+        }
         break;
     }
   });

@@ -105,7 +105,10 @@ export function createMessagesStreamEncoder(body: MessagesBody, info: Generation
         );
       }
       case 'reasoning-redacted':
-        return openBlock({ kind: 'redacted' }, { type: 'redacted_thinking', data: part.data });
+        return openBlock(
+          { kind: 'redacted' },
+          { type: 'redacted_thinking', data: messagesSignature(part.data, part.format) },
+        );
       case 'tool-call-start':
         if (openedTools.has(part.index)) return '';
         openedTools.add(part.index);

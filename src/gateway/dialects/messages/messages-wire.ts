@@ -89,16 +89,17 @@ export function stopReason(options: {
 }
 
 /**
- * A thinking block's `signature` for reasoning another provider signed (Gemini's thought signatures):
- * labelled with its format (`google-gemini-v1:<signature>`, ../shared/labelled-reasoning.ts), so
- * that the block sent back reaches that provider and never Anthropic, which would refuse it.
- * Anthropic's own signatures pass unchanged both ways.
+ * A thinking block's `signature`, or a redacted_thinking block's `data`, for reasoning another
+ * provider signed or encrypted (Gemini's thought signatures, OpenAI's and xAI's encrypted
+ * reasoning): labelled with its format (`google-gemini-v1:<signature>`,
+ * ../shared/labelled-reasoning.ts), so that the block sent back reaches that provider and never
+ * Anthropic, which would refuse it. Anthropic's own values pass unchanged both ways.
  */
 export function messagesSignature(signature: string, format: ReasoningFormat | undefined): string {
   return format === undefined || format === 'anthropic-claude-v1' ? signature : labelled(signature, format);
 }
 
-/** A thinking block's signature as sent back: another provider's, by its label, or Anthropic's. */
+/** A signature or redacted data as sent back: another provider's, by its label, or Anthropic's. */
 export function readMessagesSignature(signature: string): { signature: string; format: ReasoningFormat } {
   const read = readLabelled(signature);
   return { signature: read.value, format: read.format ?? 'anthropic-claude-v1' };

@@ -69,7 +69,7 @@ export function renderMessagesResult(
       if (block.beforeToolCall !== toolCall) continue;
       content.push(
         block.redactedData !== undefined
-          ? { type: 'redacted_thinking', data: block.redactedData }
+          ? { type: 'redacted_thinking', data: messagesSignature(block.redactedData, block.format) }
           : {
               type: 'thinking',
               thinking: block.text,

@@ -2,6 +2,8 @@ import type {
   ContentPart,
   GenerationRequest,
   InputItem,
+  ReasoningBlock,
+  ReasoningFormat,
   ReasoningOptions,
 } from '../../../spec/generation-request.js';
 import { UnsupportedRequestError } from '../../../spec/upstream-error.js';
@@ -17,7 +19,8 @@ type ResponsesInputItem =
   | { type: 'message'; role: 'system' | 'developer' | 'user'; content: ResponsesInputContent[] }
   | { type: 'message'; role: 'assistant'; content: Array<{ type: 'output_text'; text: string }> }
   | { type: 'function_call'; call_id: string; name: string; arguments: string }
-  | { type: 'function_call_output'; call_id: string; output: string };
+  | { type: 'function_call_output'; call_id: string; output: string }
+  | { type: 'reasoning'; summary: []; encrypted_content: string };
 
 function convertPart(part: ContentPart): ResponsesInputContent {
   switch (part.type) {
@@ -47,6 +50,24 @@ function convertAssistantPart(part: ContentPart): { type: 'output_text'; text: s
   return { type: 'output_text', text: part.text };
 }
 
+/**
+ * The encrypted reasoning of `format` that came before an item, as the reasoning items the API
+ * takes back (without their ids: with `store: false` an id names an item OpenAI did not keep, and
+ * the encrypted content carries what it needs). Other providers' blocks and bare text stay here.
+ */
+function reasoningItemsOf(
+  reasoning: ReasoningBlock[] | undefined,
+  format: ReasoningFormat,
+): ResponsesInputItem[] {
+  if (!reasoning) return [];
+  const items: ResponsesInputItem[] = [];
+  for (const block of reasoning) {
+    if (block.format === format && block.redactedData)
+      items.push({ type: 'reasoning', summary: [], encrypted_content: block.redactedData });
+  }
+  return items;
+}
+
 function convertInputItem(item: InputItem): ResponsesInputItem {
   if (item.type === 'message') {
     return item.role === 'assistant'
@@ -59,9 +80,20 @@ function convertInputItem(item: InputItem): ResponsesInputItem {
   return { type: 'function_call_output', call_id: item.callId, output: item.output };
 }
 
-/** Input items → Responses input items, one for one: the Responses input is already a list of items. */
-export function convertToOpenAiResponsesInput(input: InputItem[]): ResponsesInputItem[] {
-  return input.map(convertInputItem);
+/**
+ * Input items → Responses input items, one for one (the Responses input is already a list of
+ * items), each after the encrypted reasoning of `format` that came before it.
+ */
+export function convertToOpenAiResponsesInput(
+  input: InputItem[],
+  format: ReasoningFormat = 'openai-responses-v1',
+): ResponsesInputItem[] {
+  const items: ResponsesInputItem[] = [];
+  for (const item of input) {
+    if (item.type !== 'function-call-output') items.push(...reasoningItemsOf(item.reasoning, format));
+    items.push(convertInputItem(item));
+  }
+  return items;
 }
 
 /** The smallest `max_output_tokens` OpenAI's Responses API takes. */
@@ -90,11 +122,13 @@ function convertReasoning(reasoning: ReasoningOptions | undefined): Record<strin
  */
 export function convertToOpenAiResponsesRequest(
   request: GenerationRequest,
-  options: { stream: boolean },
+  options: { stream: boolean; reasoningFormat?: ReasoningFormat },
 ): Record<string, unknown> {
+  const format = options.reasoningFormat ?? 'openai-responses-v1';
   const body: Record<string, unknown> = { model: request.model };
   if (request.instructions) body.instructions = request.instructions;
-  body.input = convertToOpenAiResponsesInput(mediaAfterResults(request.input));
+  const input = convertToOpenAiResponsesInput(mediaAfterResults(request.input), format);
+  body.input = input;
   // The gateway keeps no upstream state: every request carries its whole conversation, and
   // nothing is left on OpenAI's side for a `previous_response_id` to refer to.
   body.store = false;
@@ -142,6 +176,14 @@ export function convertToOpenAiResponsesRequest(
   }
   const reasoning = convertReasoning(request.reasoning);
   if (reasoning) body.reasoning = reasoning;
+  // A model that reasons is asked for its reasoning encrypted, which the caller sends back next
+  // turn; a model that does not refuses the include ("Encrypted content is not supported").
+  if (
+    request.reasoningModel === true ||
+    request.reasoning !== undefined ||
+    input.some((item) => item.type === 'reasoning')
+  )
+    body.include = ['reasoning.encrypted_content'];
   if (request.user !== undefined) body.user = request.user;
   return body;
 }

@@ -1,3 +1,4 @@
+import type { ReasoningFormat } from '../../../spec/generation-request.js';
 import type { AdapterCall, ProviderAdapter } from '../../../spec/provider-adapter.js';
 import type { GenerationResult, StreamPart } from '../../../spec/stream-part.js';
 import { UpstreamError } from '../../../spec/upstream-error.js';
@@ -46,10 +47,19 @@ function finishOf(response: OpenAiResponseView, hasFunctionCalls: boolean) {
  * OpenAI Responses (`POST /responses`). Non-streamed calls read one Response object; streamed
  * calls read the typed SSE events (response.created, output items and their deltas, and one of
  * response.completed, response.incomplete or response.failed) into parts.
+ *
+ * A reasoning item's `encrypted_content` is the model's reasoning, which a stateless caller
+ * (`store: false`) sends back for the model to keep thinking from it: it becomes a redacted
+ * reasoning block of `reasoningFormat` (`openai-responses-v1`, or `xai-responses-v1` for xAI's
+ * API, whose values OpenAI cannot read), and only blocks of that format are sent back to it.
  */
-export function createOpenAiResponsesAdapter(options: { http: UpstreamHttp }): ProviderAdapter {
+export function createOpenAiResponsesAdapter(options: {
+  http: UpstreamHttp;
+  reasoningFormat?: ReasoningFormat;
+}): ProviderAdapter {
   const url = (call: AdapterCall) => responsesUrlOf(call.target);
   const headersFor = (call: AdapterCall) => bearerHeadersOf(call.target);
+  const format: ReasoningFormat = options.reasoningFormat ?? 'openai-responses-v1';
 
   return {
     protocol: 'openai-responses',
@@ -58,7 +68,9 @@ export function createOpenAiResponsesAdapter(options: { http: UpstreamHttp }): P
       const json = await requestUpstreamJson(options.http, call, {
         url: url(call),
         headers: headersFor(call),
-        body: JSON.stringify(convertToOpenAiResponsesRequest(call.request, { stream: false })),
+        body: JSON.stringify(
+          convertToOpenAiResponsesRequest(call.request, { stream: false, reasoningFormat: format }),
+        ),
         signal: call.signal,
       });
       const reply = readOpenAiResponse(json);
@@ -86,12 +98,24 @@ export function createOpenAiResponsesAdapter(options: { http: UpstreamHttp }): P
         finishReason: 'other',
         nativeFinishReason: null,
       };
+      const blocks: NonNullable<GenerationResult['reasoningBlocks']> = [];
+      // Encrypted reasoning not yet followed by a function call: it goes back with the next one.
+      let unplaced: typeof blocks = [];
       for (const item of reply.output) {
         if (item.type === 'message') {
           result.text += item.text;
           if (item.refusal) result.refusal = (result.refusal ?? '') + item.refusal;
-        } else if (item.type === 'reasoning') reasoning.push(...item.texts);
-        else if (item.type === 'function_call') {
+          unplaced = [];
+        } else if (item.type === 'reasoning') {
+          reasoning.push(...item.texts);
+          if (item.encryptedContent !== undefined) {
+            const block = { text: '', redactedData: item.encryptedContent, format };
+            blocks.push(block);
+            unplaced.push(block);
+          }
+        } else if (item.type === 'function_call') {
+          for (const block of unplaced) block.beforeToolCall = result.toolCalls.length;
+          unplaced = [];
           result.toolCalls.push({
             callId: item.callId || `call_${result.toolCalls.length}`,
             name: item.name,
@@ -100,6 +124,7 @@ export function createOpenAiResponsesAdapter(options: { http: UpstreamHttp }): P
         }
       }
       result.reasoning = reasoning.join(REASONING_SEPARATOR);
+      if (blocks.length > 0) result.reasoningBlocks = blocks;
       const finish = finishOf(reply, result.toolCalls.length > 0);
       result.finishReason = finish.reason;
       result.nativeFinishReason = finish.nativeReason;
@@ -109,7 +134,9 @@ export function createOpenAiResponsesAdapter(options: { http: UpstreamHttp }): P
     async *stream(call): AsyncGenerator<StreamPart> {
       // Converted before the guard: a request the converter refuses is the caller's error, not a
       // failure of this upstream to fail over from.
-      const body = JSON.stringify(convertToOpenAiResponsesRequest(call.request, { stream: true }));
+      const body = JSON.stringify(
+        convertToOpenAiResponsesRequest(call.request, { stream: true, reasoningFormat: format }),
+      );
       const guard = guardStream(call);
       // The counts a response.failed event carries, billed with the failure.
       let failedUsage: Usage | undefined;
@@ -184,6 +211,11 @@ export function createOpenAiResponsesAdapter(options: { http: UpstreamHttp }): P
             yield { type: 'tool-call-delta', index, argumentsDelta: event.delta };
           } else if (event.type === 'response.output_item.done') {
             const item = event.item;
+            if (item.type === 'reasoning' && item.encryptedContent !== undefined) {
+              guard.output();
+              yield { type: 'reasoning-redacted', data: item.encryptedContent, format };
+              continue;
+            }
             if (item.type !== 'function_call') continue;
             const index = findCall(item.id, event.outputIndex);
             if (index === undefined) continue;

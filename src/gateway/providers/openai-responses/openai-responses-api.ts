@@ -71,8 +71,11 @@ export function statusForOpenAiResponsesError(code: string | null): number {
 export type OpenAiResponsesOutputItemView =
   /** An assistant message: its `output_text` parts, joined. */
   | { type: 'message'; text: string; refusal: string }
-  /** Reasoning: the summary texts, or the raw reasoning texts when a model sends those instead. */
-  | { type: 'reasoning'; texts: string[] }
+  /**
+   * Reasoning: the summary texts, or the raw reasoning texts when a model sends those instead, and
+   * the reasoning itself encrypted (`include: ["reasoning.encrypted_content"]`), to be sent back.
+   */
+  | { type: 'reasoning'; texts: string[]; encryptedContent?: string }
   | { type: 'function_call'; id?: string; callId: string; name: string; arguments: string }
   /** Built-in tool calls (web search, file search…) and anything newer. */
   | { type: 'other' };
@@ -98,10 +101,13 @@ export function readOpenAiResponsesOutputItem(value: unknown): OpenAiResponsesOu
       };
     case 'reasoning': {
       const summary = textsOf(item.summary, 'summary_text');
-      return {
+      const reasoning: OpenAiResponsesOutputItemView = {
         type: 'reasoning',
         texts: summary.length > 0 ? summary : textsOf(item.content, 'reasoning_text'),
       };
+      const encrypted = asString(item.encrypted_content);
+      if (encrypted) reasoning.encryptedContent = encrypted;
+      return reasoning;
     }
     case 'function_call': {
       const call: OpenAiResponsesOutputItemView = {
