@@ -161,6 +161,13 @@ export interface GenerationRequest {
   stop?: string[];
   seed?: number;
   responseFormat?: ResponseFormat;
+  /**
+   * False when the endpoint's catalogue record lists its parameters without `structured_outputs`
+   * (endpoint-request.ts): its model cannot be held to a `json_schema` format. An adapter whose
+   * provider refuses the schema then (Anthropic's models without structured outputs) asks for it
+   * in the instructions instead; the others send the format as they do anyway.
+   */
+  structuredOutputs?: false;
   reasoning?: ReasoningOptions;
   /**
    * The endpoint's model reasons (its catalogue record lists `reasoning`), whether or not this

@@ -23,8 +23,10 @@ const SAMPLING: ReadonlyArray<readonly [keyof GenerationRequest, string]> = [
  * catalogue record does not list left out, as the reference's gateway ignores a parameter the
  * chosen provider does not support (`provider.require_parameters` keeps such endpoints out
  * instead). Reasoning options go only where `reasoning` or `include_reasoning` is listed, and a
- * listed `reasoning` marks the model as one that reasons (`reasoningModel`). An
- * endpoint that lists no parameters at all (one configured without the list) is sent everything.
+ * listed `reasoning` marks the model as one that reasons (`reasoningModel`). A `json_schema` format
+ * always goes, marked `structuredOutputs: false` where `structured_outputs` is not listed, for the
+ * adapters that must ask for it another way. An endpoint that lists no parameters at all (one
+ * configured without the list) is sent everything.
  */
 export function requestFor(
   generation: Omit<GenerationRequest, 'model'>,
@@ -44,5 +46,7 @@ export function requestFor(
   ) {
     request.reasoning = undefined;
   }
+  if (request.responseFormat?.type === 'json_schema' && !supported.includes('structured_outputs'))
+    request.structuredOutputs = false;
   return request;
 }

@@ -58,6 +58,36 @@ describe('the request an endpoint is sent', () => {
     assert.equal(generation.temperature, 0.3);
   });
 
+  it('marks a json_schema format for an endpoint that does not list structured outputs, never drops it', () => {
+    const format = { type: 'json_schema' as const, name: 'x', schema: { type: 'object' } };
+    const listed = requestFor(
+      { ...generation, responseFormat: format },
+      {
+        provider_model_id: 'claude-sonnet-4-5',
+        supported_parameters: ['structured_outputs', 'response_format'],
+      },
+    );
+    assert.equal(listed.structuredOutputs, undefined);
+    // Claude Sonnet 4 on Vertex lists neither: Anthropic would refuse the schema there.
+    const unlisted = requestFor(
+      { ...generation, responseFormat: format },
+      { provider_model_id: 'claude-sonnet-4', supported_parameters: ['max_tokens', 'tools'] },
+    );
+    assert.equal(unlisted.structuredOutputs, false);
+    assert.deepEqual(unlisted.responseFormat, format);
+    // json_object needs no schema support; an endpoint without a list is sent everything.
+    const object = requestFor(
+      { ...generation, responseFormat: { type: 'json_object' } },
+      { provider_model_id: 'm', supported_parameters: ['max_tokens'] },
+    );
+    assert.equal(object.structuredOutputs, undefined);
+    const bare = requestFor(
+      { ...generation, responseFormat: format },
+      { provider_model_id: 'm', supported_parameters: [] },
+    );
+    assert.equal(bare.structuredOutputs, undefined);
+  });
+
   it('sends everything to an endpoint that lists nothing (configured without a list)', () => {
     const all = requestFor(generation, { provider_model_id: 'custom', supported_parameters: [] });
     assert.deepEqual(all, { ...generation, model: 'custom' });

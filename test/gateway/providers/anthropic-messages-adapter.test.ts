@@ -239,7 +239,18 @@ describe('Anthropic Messages adapter against a fake upstream', () => {
   });
 
   it("sends an earlier turn's signed thinking back before that turn's content, unsigned reasoning left out", async () => {
-    upstream.handle((_request, response) => {
+    upstream.handle((request, response) => {
+      if ((request.body as { stream?: boolean }).stream) {
+        void writeEvents(response, [
+          messageStart,
+          blockStart(0, { type: 'text', text: '' }),
+          blockDelta(0, { type: 'text_delta', text: '{"city":"Paris"}' }),
+          blockStop(0),
+          messageDelta('end_turn', 5),
+          messageStop,
+        ]);
+        return;
+      }
       response.writeHead(200, { 'content-type': 'application/json' }).end(
         JSON.stringify({
           id: 'msg_3',
@@ -414,6 +425,130 @@ describe('Anthropic Messages adapter against a fake upstream', () => {
     );
     assert.equal(upstream.requests.at(-1)!.headers['anthropic-beta'], 'prompt-caching-2024-07-31');
     assert.equal(upstream.requests.at(-1)!.url, '/messages');
+  });
+
+  it('sends a json_schema format as output_config.format; JSON the grammar cannot enforce is asked for in the system prompt', async () => {
+    upstream.handle((request, response) => {
+      if ((request.body as { stream?: boolean }).stream) {
+        void writeEvents(response, [
+          messageStart,
+          blockStart(0, { type: 'text', text: '' }),
+          blockDelta(0, { type: 'text_delta', text: '{"city":"Paris"}' }),
+          blockStop(0),
+          messageDelta('end_turn', 5),
+          messageStop,
+        ]);
+        return;
+      }
+      response.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          id: 'msg_3',
+          type: 'message',
+          role: 'assistant',
+          model: 'claude-sonnet-4-5',
+          content: [{ type: 'text', text: '{"city":"Paris"}' }],
+          stop_reason: 'end_turn',
+          usage: { input_tokens: 3, output_tokens: 5 },
+        }),
+      );
+    });
+    const schema = { type: 'object', properties: { city: { type: 'string', minLength: 1 } } };
+    const jsonSchema = {
+      type: 'json_schema' as const,
+      name: 'place',
+      schema,
+      strict: true,
+      description: 'Where it is',
+    };
+    const ask = {
+      type: 'message' as const,
+      role: 'user' as const,
+      content: [{ type: 'text' as const, text: 'Where?' }],
+    };
+    const send = async (request: Partial<AdapterCall['request']>, stream = false) => {
+      const full = { model: 'claude-sonnet-4-5', instructions: 'Be brief.', input: [ask], ...request };
+      if (stream) await collect(adapter.stream(call({ request: full })));
+      else await adapter.generate(call({ request: full }));
+      return upstream.requests.at(-1)!.body as any;
+    };
+
+    const native = await send({ responseFormat: jsonSchema });
+    // GA structured outputs: the schema reshaped, the format's description as the schema's; name and
+    // strict have no counterpart; no beta header.
+    assert.deepEqual(native.output_config, {
+      format: {
+        type: 'json_schema',
+        schema: {
+          type: 'object',
+          description: 'Where it is',
+          properties: { city: { type: 'string', description: '{minLength: 1}' } },
+          additionalProperties: false,
+        },
+      },
+    });
+    assert.equal(native.system, 'Be brief.');
+    assert.equal(upstream.requests.at(-1)!.headers['anthropic-beta'], undefined);
+    assert.deepEqual(
+      schema.properties.city,
+      { type: 'string', minLength: 1 },
+      'the canonical schema is kept',
+    );
+    // Streamed alike, and thinking stays on: the grammar holds the answer, not the thinking.
+    const thinking = await send({ responseFormat: jsonSchema, reasoning: { effort: 'low' } }, true);
+    assert.equal(thinking.stream, true);
+    assert.deepEqual(thinking.output_config, native.output_config);
+    assert.deepEqual(thinking.thinking, { type: 'enabled', budget_tokens: 4096 });
+
+    // No JSON mode at Anthropic: json_object is an instruction after the client's.
+    const object = await send({ responseFormat: { type: 'json_object' } });
+    assert.equal(object.output_config, undefined);
+    assert.match(object.system, /^Be brief\.\n\nRespond with one JSON object and nothing else/);
+    // A model the catalogue does not list with structured outputs gets the schema as instructions.
+    const unlisted = await send({
+      responseFormat: jsonSchema,
+      structuredOutputs: false,
+      instructions: undefined,
+    });
+    assert.equal(unlisted.output_config, undefined);
+    assert.equal(
+      unlisted.system,
+      `Respond with one JSON value and nothing else: no text before or after it, no Markdown code fence. It must conform to this JSON Schema, "place" (Where it is): ${JSON.stringify(schema)}`,
+    );
+    // So does a conversation the client prefilled for the assistant: Anthropic refuses a prefill
+    // with a JSON output format. System blocks (a cache breakpoint) get the instruction as one more.
+    const prefilled = await send({
+      responseFormat: jsonSchema,
+      instructions: undefined,
+      instructionSections: [{ text: 'Be brief.', cacheControl: { type: 'ephemeral' } }],
+      input: [ask, { type: 'message', role: 'assistant', content: [{ type: 'text', text: '{"city":' }] }],
+    });
+    assert.equal(prefilled.output_config, undefined);
+    assert.equal(prefilled.system.length, 2);
+    assert.deepEqual(prefilled.system[0], {
+      type: 'text',
+      text: 'Be brief.',
+      cache_control: { type: 'ephemeral' },
+    });
+    assert.match(prefilled.system[1].text, /^Respond with one JSON value/);
+    // A text format changes nothing.
+    const text = await send({ responseFormat: { type: 'text' } });
+    assert.equal(text.output_config, undefined);
+    assert.equal(text.system, 'Be brief.');
+
+    // A schema Anthropic's grammar cannot express is refused before anything is sent.
+    const before = upstream.requests.length;
+    const untyped = {
+      type: 'json_schema' as const,
+      name: 'any',
+      schema: { type: 'object', properties: { x: {} } },
+    };
+    await assert.rejects(
+      send({ responseFormat: untyped }),
+      (caught: unknown) =>
+        caught instanceof UnsupportedRequestError && /#\/properties\/x/.test(caught.message),
+    );
+    await assert.rejects(send({ responseFormat: untyped }, true), UnsupportedRequestError);
+    assert.equal(upstream.requests.length, before, 'nothing was sent');
   });
 
   it('rejects function-call arguments that are not a JSON object as the caller’s error', async () => {

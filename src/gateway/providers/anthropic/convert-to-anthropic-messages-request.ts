@@ -6,11 +6,13 @@ import type {
   InputItem,
   ReasoningBlock,
   ReasoningOptions,
+  ResponseFormat,
 } from '../../../spec/generation-request.js';
 import { UnsupportedRequestError } from '../../../spec/upstream-error.js';
 import { standardBase64 } from '../shared/base64-data.js';
 import { argumentsObject } from '../shared/function-arguments.js';
 import { thinkingRoom } from '../shared/thinking-room.js';
+import { anthropicOutputSchema } from './anthropic-output-schema.js';
 
 type AnthropicSource =
   | { type: 'url'; url: string }
@@ -326,9 +328,49 @@ function convertToolChoice(request: GenerationRequest): Record<string, unknown> 
 }
 
 /**
+ * How a response format reaches Anthropic. A `json_schema` format goes as `output_config.format`
+ * (structured outputs, GA: no beta header), its schema reshaped into the subset Anthropic compiles
+ * and its description, if any, as the schema's own; `name` and `strict` have no counterpart (the
+ * grammar holds every answer to the schema, strict or not). Anthropic has no plain JSON mode, and
+ * an object schema with no properties would allow only `{}`, so a `json_object` format is asked
+ * for in the system prompt. So is a `json_schema` one, with its schema, where Anthropic would refuse
+ * the format: for a model the catalogue does not list with structured outputs, and after a turn
+ * the client prefilled for the assistant (Anthropic takes no prefill with a JSON output format).
+ */
+function outputFormat(
+  format: ResponseFormat | undefined,
+  native: boolean,
+): { config?: Record<string, unknown>; instruction?: string } {
+  if (format === undefined || format.type === 'text') return {};
+  if (format.type === 'json_schema' && native) {
+    const schema =
+      format.description !== undefined && format.schema.description === undefined
+        ? { description: format.description, ...format.schema }
+        : format.schema;
+    return { config: { format: { type: 'json_schema', schema: anthropicOutputSchema(schema) } } };
+  }
+  const only = 'and nothing else: no text before or after it, no Markdown code fence';
+  if (format.type === 'json_object') return { instruction: `Respond with one JSON object ${only}.` };
+  const about = format.description !== undefined ? ` (${format.description})` : '';
+  return {
+    instruction: `Respond with one JSON value ${only}. It must conform to this JSON Schema, ${JSON.stringify(format.name)}${about}: ${JSON.stringify(format.schema)}`,
+  };
+}
+
+/** The system prompt with one more section after the client's. */
+function withSection(
+  system: string | AnthropicContentBlock[] | undefined,
+  text: string,
+): string | AnthropicContentBlock[] {
+  if (system === undefined) return text;
+  if (typeof system === 'string') return `${system}\n\n${text}`;
+  return [...system, { type: 'text', text }];
+}
+
+/**
  * The canonical request as an Anthropic Messages body. Fields Anthropic has no counterpart for
- * (seed, frequency and presence penalties, response format) are left out rather than rejected,
- * as other adapters do with unsupported sampling fields.
+ * (seed, frequency and presence penalties) are left out rather than rejected, as other adapters do
+ * with unsupported sampling fields.
  */
 export function convertToAnthropicMessagesRequest(
   request: GenerationRequest,
@@ -349,8 +391,14 @@ export function convertToAnthropicMessagesRequest(
   )
     thinking = { budget: undefined, maxTokens: request.maxOutputTokens ?? DEFAULT_MAX_TOKENS };
   const thinks = thinking.budget !== undefined;
+  // Thinking stays: the grammar holds the answer only, not the thinking before it.
+  const format = outputFormat(
+    request.responseFormat,
+    request.structuredOutputs !== false && messages.at(-1)?.role !== 'assistant',
+  );
   const body: Record<string, unknown> = { model: request.model, max_tokens: thinking.maxTokens };
-  if (system !== undefined) body.system = system;
+  if (format.instruction !== undefined) body.system = withSection(system, format.instruction);
+  else if (system !== undefined) body.system = system;
   body.messages = messages;
   if (options.stream) body.stream = true;
   if (request.tools?.length) {
@@ -383,6 +431,7 @@ export function convertToAnthropicMessagesRequest(
   if (request.stop?.length) body.stop_sequences = request.stop;
   if (request.user !== undefined) body.metadata = { user_id: request.user };
   if (thinking.budget !== undefined) body.thinking = { type: 'enabled', budget_tokens: thinking.budget };
+  if (format.config !== undefined) body.output_config = format.config;
   if (request.cacheControl !== undefined) body.cache_control = request.cacheControl;
   return body;
 }
