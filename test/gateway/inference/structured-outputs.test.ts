@@ -1,0 +1,241 @@
+import assert from 'node:assert/strict';
+import { after, before, describe, it } from 'node:test';
+import { structuredAnthropic } from '../../helpers/fake-anthropic-structured.js';
+import { startFakeUpstream } from '../../helpers/fake-upstream.js';
+import { startTestApp, type TestApp } from '../../helpers/test-app.js';
+import { acmeCatalog, CLAUDE_LIKE_MODEL, createKey, sseData, withClaudeLike } from './harness.js';
+
+/** A catalogue model whose Anthropic endpoint lists `structured_outputs` (catalog-data/endpoints.json). */
+const CLAUDE = 'anthropic/claude-sonnet-4.5';
+const ANSWER = '{"name":"Ada Lovelace","age":36,"email":"ada@example.com","address":{"city":"London"}}';
+
+/**
+ * A schema as clients write it (zod, Pydantic, hand-written OpenAI strict schemas): bounds, string
+ * lengths, a pattern, `oneOf`, `$defs`, objects left open. Anthropic refuses it as it is.
+ */
+const PERSON = {
+  $schema: 'https://json-schema.org/draft/2020-12/schema',
+  type: 'object',
+  properties: {
+    name: { type: 'string', minLength: 1, maxLength: 100 },
+    age: { type: 'integer', minimum: 0, maximum: 150 },
+    email: { type: 'string', format: 'email', pattern: '^[^@]+@[^@]+$' },
+    address: { $ref: '#/$defs/Address' },
+    contact: { oneOf: [{ type: 'string' }, { type: 'null' }] },
+    tags: { type: 'array', items: { type: 'string' }, minItems: 2, maxItems: 5 },
+  },
+  required: ['name', 'age', 'email', 'address'],
+  $defs: { Address: { type: 'object', properties: { city: { type: 'string' } }, required: ['city'] } },
+};
+
+/**
+ * Structured output requested through the OpenAI-style surfaces and served by Anthropic, against a
+ * fake Anthropic that refuses a malformed output format with a 400 as the real one does.
+ */
+describe('structured outputs served by Anthropic', () => {
+  let fake: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let gateway: TestApp;
+  let key: string;
+
+  before(async () => {
+    fake = await startFakeUpstream();
+    fake.handle(structuredAnthropic(ANSWER));
+    gateway = await startTestApp({
+      config: {
+        credits: { initial: 100 },
+        catalog: withClaudeLike(acmeCatalog(`${fake.url}/v1`), `${fake.url}/v1`),
+        providers: {
+          anthropic: { api_key: 'sk-ant-test', base_url: `${fake.url}/v1` },
+          'claude-like': { api_key: 'c' },
+        },
+      },
+    });
+    key = (await createKey(gateway)).key;
+  });
+  after(async () => {
+    await gateway.close();
+    await fake.close();
+  });
+
+  const post = (path: string, body: Record<string, unknown>) => gateway.request('POST', path, { key, body });
+  /** The body the fake Anthropic received last. */
+  const sent = () => fake.requests.at(-1)?.body as Record<string, any>;
+  const personFormat = { type: 'json_schema', json_schema: { name: 'person', strict: true, schema: PERSON } };
+  const messages = [
+    { role: 'system', content: 'Extract the person.' },
+    { role: 'user', content: 'Ada Lovelace, 36, ada@example.com, of London.' },
+  ];
+
+  it('the fake refuses the output formats Anthropic refuses', async () => {
+    const ask = async (body: Record<string, unknown>, headers: Record<string, string> = {}) => {
+      const response = await fetch(`${fake.url}/v1/messages`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', ...headers },
+        body: JSON.stringify({
+          model: 'claude-sonnet-4-5',
+          max_tokens: 100,
+          messages: [{ role: 'user', content: 'hi' }],
+          ...body,
+        }),
+      });
+      const text = await response.text();
+      return { status: response.status, message: response.ok ? '' : JSON.parse(text).error.message };
+    };
+    const raw = await ask({ output_config: { format: { type: 'json_schema', schema: PERSON } } });
+    assert.equal(raw.status, 400);
+    assert.match(raw.message, /'additionalProperties' must be explicitly set to false/);
+    const closed = { ...PERSON, additionalProperties: false };
+    assert.match(
+      (await ask({ output_config: { format: { type: 'json_schema', schema: closed } } })).message,
+      /properties\.name: For 'string' type, property 'minLength' is not supported/,
+    );
+    const fine = { type: 'object', properties: { a: { type: 'integer' } }, additionalProperties: false };
+    assert.match(
+      (await ask({ output_config: { format: { type: 'json_schema', name: 'x', schema: fine } } })).message,
+      /output_config\.format\.name: Extra inputs are not permitted/,
+    );
+    assert.equal(
+      (await ask({ output_config: { format: { type: 'json_schema', schema: fine } } })).status,
+      200,
+    );
+    assert.equal((await ask({ output_format: { type: 'json_schema', schema: fine } })).status, 400);
+    const beta = { 'anthropic-beta': 'structured-outputs-2025-11-13' };
+    assert.equal((await ask({ output_format: { type: 'json_schema', schema: fine } }, beta)).status, 200);
+    const prefill = await ask({
+      output_config: { format: { type: 'json_schema', schema: fine } },
+      messages: [
+        { role: 'user', content: 'hi' },
+        { role: 'assistant', content: '{' },
+      ],
+    });
+    assert.equal(prefill.status, 400);
+  });
+
+  it('chat completions: a json_schema format reaches Anthropic as output_config.format and comes back as JSON', async () => {
+    const reply = await post('/api/v1/chat/completions', {
+      model: CLAUDE,
+      messages,
+      response_format: personFormat,
+    });
+    assert.equal(reply.status, 200, reply.text);
+    assert.equal(reply.body.choices[0].message.content, ANSWER);
+    assert.deepEqual(JSON.parse(reply.body.choices[0].message.content).address, { city: 'London' });
+    const body = sent();
+    assert.deepEqual(Object.keys(body.output_config.format), ['type', 'schema']);
+    const schema = body.output_config.format.schema;
+    assert.equal(schema.additionalProperties, false);
+    assert.equal(schema.$defs.Address.additionalProperties, false);
+    assert.deepEqual(schema.properties.age, { type: 'integer', description: '{minimum: 0, maximum: 150}' });
+    assert.deepEqual(schema.properties.contact, { anyOf: [{ type: 'string' }, { type: 'null' }] });
+    assert.equal(body.system, 'Extract the person.', 'no instruction beside the grammar');
+    assert.equal(fake.requests.at(-1)?.headers['anthropic-beta'], undefined);
+  });
+
+  it('chat completions, streamed: the JSON arrives in deltas', async () => {
+    const reply = await post('/api/v1/chat/completions', {
+      model: CLAUDE,
+      messages,
+      response_format: personFormat,
+      stream: true,
+    });
+    assert.equal(reply.status, 200, reply.text);
+    const chunks = sseData(reply.text).filter((chunk) => chunk !== '[DONE]');
+    const content = chunks.map((chunk) => chunk.choices?.[0]?.delta?.content ?? '').join('');
+    assert.equal(content, ANSWER);
+    assert.equal(chunks.find((chunk) => chunk.choices?.[0]?.finish_reason)?.choices[0].finish_reason, 'stop');
+    assert.equal(sent().stream, true);
+    assert.equal(sent().output_config.format.type, 'json_schema');
+  });
+
+  it('responses: text.format json_schema, whole and streamed, with reasoning on', async () => {
+    const format = { type: 'json_schema', name: 'person', strict: true, schema: PERSON };
+    const input = 'Ada Lovelace, 36, ada@example.com, of London.';
+    const whole = await post('/api/v1/responses', { model: CLAUDE, input, text: { format } });
+    assert.equal(whole.status, 200, whole.text);
+    const message = whole.body.output.find((item: { type: string }) => item.type === 'message');
+    assert.equal(message.content[0].text, ANSWER);
+    assert.equal(sent().output_config.format.schema.properties.tags.minItems, undefined);
+    assert.match(sent().output_config.format.schema.properties.tags.description, /minItems: 2, maxItems: 5/);
+
+    // Thinking and a JSON output format together: Anthropic's grammar holds the answer only.
+    const streamed = await post('/api/v1/responses', {
+      model: CLAUDE,
+      input,
+      text: { format },
+      reasoning: { effort: 'low' },
+      stream: true,
+    });
+    assert.equal(streamed.status, 200, streamed.text);
+    assert.deepEqual(sent().thinking, { type: 'enabled', budget_tokens: 4096 });
+    assert.equal(sent().output_config.format.type, 'json_schema');
+    const events = sseData(streamed.text);
+    const text = events
+      .filter((event) => event.type === 'response.output_text.delta')
+      .map((event) => event.delta)
+      .join('');
+    assert.equal(text, ANSWER);
+    const completed = events.find((event) => event.type === 'response.completed');
+    assert.deepEqual(
+      completed.response.output.map((item: { type: string }) => item.type),
+      ['reasoning', 'message'],
+    );
+  });
+
+  it('json_object: Anthropic has no JSON mode, so the system prompt asks for one JSON object', async () => {
+    const reply = await post('/api/v1/chat/completions', {
+      model: CLAUDE,
+      messages,
+      response_format: { type: 'json_object' },
+    });
+    assert.equal(reply.status, 200, reply.text);
+    assert.equal(reply.body.choices[0].message.content, ANSWER);
+    assert.equal(sent().output_config, undefined);
+    assert.match(sent().system, /^Extract the person\.\n\nRespond with one JSON object and nothing else/);
+    const responses = await post('/api/v1/responses', {
+      model: CLAUDE,
+      input: 'Ada?',
+      text: { format: { type: 'json_object' } },
+      stream: true,
+    });
+    assert.equal(responses.status, 200, responses.text);
+    assert.equal(sent().output_config, undefined);
+    assert.match(sent().system, /^Respond with one JSON object/);
+  });
+
+  it('a model listed without structured outputs gets the schema as an instruction, not a format it would refuse', async () => {
+    // CLAUDE_LIKE_MODEL's record lists its parameters, structured_outputs not among them.
+    const reply = await post('/api/v1/chat/completions', {
+      model: CLAUDE_LIKE_MODEL,
+      messages,
+      response_format: personFormat,
+    });
+    assert.equal(reply.status, 200, reply.text);
+    assert.equal(reply.body.choices[0].message.content, ANSWER);
+    assert.equal(sent().output_config, undefined);
+    assert.ok(
+      sent().system.endsWith(`It must conform to this JSON Schema, "person": ${JSON.stringify(PERSON)}`),
+      sent().system,
+    );
+  });
+
+  it('a schema the grammar cannot express is a 400 naming the node, and nothing is sent', async () => {
+    const count = fake.requests.length;
+    const reply = await post('/api/v1/chat/completions', {
+      model: CLAUDE,
+      messages,
+      response_format: {
+        type: 'json_schema',
+        json_schema: {
+          name: 'scores',
+          schema: {
+            type: 'object',
+            properties: { scores: { type: 'object', additionalProperties: { type: 'number' } } },
+          },
+        },
+      },
+    });
+    assert.equal(reply.status, 400, reply.text);
+    assert.match(reply.body.error.message, /#\/properties\/scores: objects must be closed/);
+    assert.equal(fake.requests.length, count);
+  });
+});
