@@ -181,6 +181,21 @@ describe('structured outputs served by Anthropic', () => {
     );
   });
 
+  it("messages: a client's output_config.format reaches Anthropic too, reshaped", async () => {
+    const reply = await post('/api/v1/messages', {
+      model: CLAUDE,
+      max_tokens: 200,
+      messages: [{ role: 'user', content: 'Ada?' }],
+      output_config: { format: { type: 'json_schema', schema: PERSON } },
+    });
+    assert.equal(reply.status, 200, reply.text);
+    assert.equal(reply.body.content[0].text, ANSWER);
+    assert.equal(
+      sent().output_config.format.schema.properties.name.description,
+      '{minLength: 1, maxLength: 100}',
+    );
+  });
+
   it('json_object: Anthropic has no JSON mode, so the system prompt asks for one JSON object', async () => {
     const reply = await post('/api/v1/chat/completions', {
       model: CLAUDE,
