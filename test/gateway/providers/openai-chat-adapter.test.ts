@@ -416,6 +416,137 @@ describe('OpenAI chat-completions adapter against a fake upstream', () => {
     assert.deepEqual(toolParts(await collect(adapter.stream(call()))), expected);
   });
 
+  it('starts a tool call that comes with its name at once, before the next chunk is sent', async () => {
+    let release = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    upstream.handle(async (_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.write(
+        `data: ${chunk({ tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '' } }] })}\n\n`,
+      );
+      // The rest of the stream waits until the start has been read.
+      await released;
+      response.write(`data: ${chunk({ tool_calls: [{ index: 0, function: { arguments: '{}' } }] })}\n\n`);
+      response.write(`data: ${chunk({}, 'tool_calls')}\n\ndata: [DONE]\n\n`);
+      response.end();
+    });
+    const parts: StreamPart[] = [];
+    for await (const part of adapter.stream(call())) {
+      parts.push(part);
+      if (part.type === 'tool-call-start') release();
+    }
+    assert.deepEqual(
+      parts.filter((part) => part.type.startsWith('tool-call')),
+      [
+        { type: 'tool-call-start', index: 0, callId: 'call_1', name: 'get_weather' },
+        { type: 'tool-call-delta', index: 0, argumentsDelta: '{}' },
+        { type: 'tool-call-end', index: 0 },
+      ],
+    );
+  });
+
+  it('starts a tool call whose name comes after its id with that name, not with an empty one', async () => {
+    const toolParts = (parts: StreamPart[]) => parts.filter((part) => part.type.startsWith('tool-call'));
+    const stream = async (deltas: Record<string, unknown>[][]) => {
+      upstream.handle((_request, response) =>
+        writeSse(response, [
+          chunk({ role: 'assistant', content: null }),
+          ...deltas.map((toolCalls) => chunk({ tool_calls: toolCalls })),
+          chunk({}, 'tool_calls'),
+          usageChunk,
+          '[DONE]',
+        ]),
+      );
+      return toolParts(await collect(adapter.stream(call())));
+    };
+    const weather = (index: number, callId: string, argumentsDeltas: string[]) => [
+      { type: 'tool-call-start', index, callId, name: 'get_weather' },
+      ...argumentsDeltas.map((argumentsDelta) => ({ type: 'tool-call-delta', index, argumentsDelta })),
+    ];
+    const end = (index: number) => ({ type: 'tool-call-end', index });
+
+    // The id alone (with an empty name, or none), the name in the next delta, then the arguments.
+    for (const opening of [{ name: '' }, {}]) {
+      assert.deepEqual(
+        await stream([
+          [{ index: 0, id: 'call_1', type: 'function', function: { ...opening, arguments: '' } }],
+          [{ index: 0, function: { name: 'get_weather' } }],
+          [{ index: 0, function: { arguments: '{"city":' } }],
+          [{ index: 0, function: { arguments: '"Oslo"}' } }],
+        ]),
+        [...weather(0, 'call_1', ['{"city":', '"Oslo"}']), end(0)],
+        JSON.stringify(opening),
+      );
+    }
+    // The name in pieces: joined until the arguments begin. A piece repeating the whole name (a
+    // server that sends the name on every chunk) adds nothing.
+    assert.deepEqual(
+      await stream([
+        [{ index: 0, id: 'call_1', function: { arguments: '' } }],
+        [{ index: 0, function: { name: 'get_' } }],
+        [{ index: 0, function: { name: 'weather' } }],
+        [{ index: 0, function: { name: 'get_weather', arguments: '{}' } }],
+        [{ index: 0, function: { name: 'get_weather', arguments: '' } }],
+      ]),
+      [...weather(0, 'call_1', ['{}']), end(0)],
+    );
+    // Arguments before the name wait for it, and follow the start.
+    assert.deepEqual(
+      await stream([
+        [{ index: 0, id: 'call_1', function: { arguments: '{"city":"Oslo"}' } }],
+        [{ index: 0, function: { name: 'get_weather' } }],
+      ]),
+      [...weather(0, 'call_1', ['{"city":"Oslo"}']), end(0)],
+    );
+    // A name that comes with no arguments after it: the call starts when the stream ends. One that
+    // never comes: the call starts with what is known (an empty name) rather than not at all.
+    assert.deepEqual(
+      await stream([[{ index: 0, id: 'call_1' }], [{ index: 0, function: { name: 'get_weather' } }]]),
+      [...weather(0, 'call_1', []), end(0)],
+    );
+    assert.deepEqual(await stream([[{ index: 0, id: 'call_1', function: { arguments: '{}' } }]]), [
+      { type: 'tool-call-start', index: 0, callId: 'call_1', name: '' },
+      { type: 'tool-call-delta', index: 0, argumentsDelta: '{}' },
+      end(0),
+    ]);
+    // The id after the name-less opening delta is the call's.
+    assert.deepEqual(
+      await stream([
+        [{ index: 0, type: 'function' }],
+        [{ index: 0, id: 'call_7', function: { name: 'get_weather', arguments: '{}' } }],
+      ]),
+      [...weather(0, 'call_7', ['{}']), end(0)],
+    );
+    // A held call starts, with what is known, before the next call does: starts keep their order.
+    assert.deepEqual(
+      await stream([
+        [{ index: 0, id: 'call_1' }],
+        [{ index: 0, function: { name: 'get_weather' } }],
+        [{ index: 1, id: 'call_2', function: { name: 'get_weather', arguments: '{}' } }],
+        [{ index: 0, function: { arguments: '{}' } }],
+      ]),
+      [
+        ...weather(0, 'call_1', []),
+        ...weather(1, 'call_2', ['{}']),
+        { type: 'tool-call-delta', index: 0, argumentsDelta: '{}' },
+        end(0),
+        end(1),
+      ],
+    );
+    // Several calls reusing index 0 (Ollama), each with its name late: each takes over the last.
+    assert.deepEqual(
+      await stream([
+        [{ index: 0, id: 'call_1' }],
+        [{ index: 0, function: { name: 'get_weather', arguments: '{}' } }],
+        [{ index: 0, id: 'call_2', function: { name: '' } }],
+        [{ index: 0, function: { name: 'get_weather', arguments: '{}' } }],
+      ]),
+      [...weather(0, 'call_1', ['{}']), end(0), ...weather(1, 'call_2', ['{}']), end(1)],
+    );
+  });
+
   it('reads a 200 JSON answer to a streamed request as the error it carries', async () => {
     upstream.handle((_request, response) => {
       response

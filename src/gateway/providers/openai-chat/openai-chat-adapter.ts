@@ -15,6 +15,7 @@ import {
   readOpenAiStreamError,
   readOpenAiUsage,
 } from './openai-chat-api.js';
+import { createToolCallReader } from './openai-chat-tool-calls.js';
 import { embedWithOpenAi, type OpenAiEmbeddingsOptions } from './openai-embeddings.js';
 
 const headersFor = (call: Pick<AdapterCall, 'target'>) => bearerHeadersOf(call.target);
@@ -96,13 +97,7 @@ export function createOpenAiChatAdapter(
         let finish: string | undefined;
         let sawDone = false;
         let identified = false;
-        // Tool calls by our own index (0, 1, … in the order they start), and the upstream's index of
-        // each to ours. A new id under an index already in use is a new call: Ollama sends every
-        // call as index 0, some servers send no index at all (read as the position in the chunk).
-        const openCalls = new Map<number, { id: string; name: string }>();
-        const upstreamIndexes = new Map<number, number>();
-        // Calls ended early (another took their index); made on the first, as few streams have one.
-        let ended: Set<number> | null = null;
+        const toolCalls = createToolCallReader();
         for await (const event of events) {
           if (event.data === '[DONE]') {
             // A stream that ends before its first chunk answered nothing: a bad answer to fail over
@@ -145,32 +140,9 @@ export function createOpenAiChatAdapter(
             yield { type: 'refusal-delta', delta: choice.refusal };
           }
           for (const toolCall of choice.toolCalls) {
-            guard.output();
-            let index = upstreamIndexes.get(toolCall.index);
-            const open = index === undefined ? undefined : openCalls.get(index);
-            // A new call under an index in use names itself (id and function name); a server that
-            // varies the id of one call's continuation chunks sends no name with them.
-            const takesOver =
-              open !== undefined &&
-              toolCall.id !== undefined &&
-              toolCall.id !== open.id &&
-              toolCall.name !== undefined;
-            if (open === undefined || takesOver) {
-              // The call it takes the index from can get no more arguments: it ends now, so a
-              // client is not kept waiting for its end until the stream's.
-              if (takesOver && index !== undefined) {
-                ended ??= new Set();
-                ended.add(index);
-                yield { type: 'tool-call-end', index };
-              }
-              index = openCalls.size;
-              const opened = { id: toolCall.id ?? `call_${index}`, name: toolCall.name ?? '' };
-              openCalls.set(index, opened);
-              upstreamIndexes.set(toolCall.index, index);
-              yield { type: 'tool-call-start', index, callId: opened.id, name: opened.name };
-            }
-            if (toolCall.arguments) {
-              yield { type: 'tool-call-delta', index: index as number, argumentsDelta: toolCall.arguments };
+            for (const part of toolCalls.read(toolCall)) {
+              guard.output();
+              yield part;
             }
           }
           if (choice.finishReason) finish = choice.finishReason;
@@ -181,7 +153,10 @@ export function createOpenAiChatAdapter(
             kind: 'invalid-response',
           });
         }
-        for (const index of openCalls.keys()) if (!ended?.has(index)) yield { type: 'tool-call-end', index };
+        for (const part of toolCalls.end()) {
+          guard.output();
+          yield part;
+        }
         yield { type: 'usage', usage: usage ?? emptyUsage() };
         yield { type: 'finish', reason: mapOpenAiFinishReason(finish), nativeReason: finish ?? null };
       } catch (error) {

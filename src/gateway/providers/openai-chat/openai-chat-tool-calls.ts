@@ -1,0 +1,105 @@
+import type { StreamPart } from '../../../spec/stream-part.js';
+import type { OpenAiToolCallDelta } from './openai-chat-api.js';
+
+type ToolCallPart = Extract<StreamPart, { type: 'tool-call-start' | 'tool-call-delta' | 'tool-call-end' }>;
+
+interface Call {
+  /** Ours: 0, 1, … in the order the calls began upstream. */
+  index: number;
+  id: string;
+  /** Whether `id` is the upstream's own rather than a made-up `call_<index>`. */
+  ownId: boolean;
+  name: string;
+  /** Whether its `tool-call-start` went out. */
+  started: boolean;
+  /** Arguments that came before its name, sent after the start. */
+  held: string;
+  ended: boolean;
+}
+
+/**
+ * The tool calls of an OpenAI-compatible stream, read delta by delta into canonical parts.
+ *
+ * A call is matched to the one open under its upstream index; a new id under an index in use is a
+ * new call (Ollama sends every call as index 0, some servers send no index at all, read as the
+ * position in the chunk).
+ *
+ * A call that begins with its name (OpenAI's own form: id and name in the first delta) starts at
+ * once. One that begins without a name (some servers send the id first and the name in a later
+ * delta, the name in pieces, or the arguments before the name) is held, so that its start carries
+ * the name: name pieces are joined until its argument text begins, and it starts then; arguments
+ * that came before any name wait with it until the name comes. A call still held when another call
+ * begins, or when the stream ends, starts with what is known. A later delta that repeats the whole
+ * name (MiniMax through NVIDIA NIM sends it on every chunk) adds nothing.
+ */
+export function createToolCallReader() {
+  const calls: Call[] = [];
+  const upstreamIndexes = new Map<number, number>();
+
+  const start = (call: Call, out: ToolCallPart[]): void => {
+    call.started = true;
+    out.push({ type: 'tool-call-start', index: call.index, callId: call.id, name: call.name });
+    if (call.held) out.push({ type: 'tool-call-delta', index: call.index, argumentsDelta: call.held });
+    call.held = '';
+  };
+
+  return {
+    /** The parts one upstream tool-call delta makes; none while its call is held. */
+    read(delta: OpenAiToolCallDelta): ToolCallPart[] {
+      const out: ToolCallPart[] = [];
+      const known = upstreamIndexes.get(delta.index);
+      let call = known === undefined ? undefined : calls[known];
+      // A new call under an index in use names itself (id and function name); a server that varies
+      // the id of one call's continuation chunks sends no name with them.
+      const takesOver =
+        call?.ownId === true && delta.id !== undefined && delta.id !== call.id && delta.name !== undefined;
+      if (call === undefined || takesOver) {
+        // The calls before it start now, in order. The one it takes the index from can get no more
+        // arguments: it ends now, so a client is not kept waiting for its end until the stream's.
+        for (const earlier of calls) if (!earlier.started) start(earlier, out);
+        if (takesOver && call) {
+          call.ended = true;
+          out.push({ type: 'tool-call-end', index: call.index });
+        }
+        const index = calls.length;
+        call = {
+          index,
+          id: delta.id ?? `call_${index}`,
+          ownId: delta.id !== undefined,
+          name: delta.name ?? '',
+          started: false,
+          held: '',
+          ended: false,
+        };
+        calls.push(call);
+        upstreamIndexes.set(delta.index, index);
+        if (call.name !== '') start(call, out);
+      } else if (!call.started) {
+        if (delta.id !== undefined && !call.ownId) {
+          call.id = delta.id;
+          call.ownId = true;
+        }
+        if (delta.name && delta.name !== call.name) call.name += delta.name;
+        // Arguments that came first were waiting for the name: once it comes it is the whole name.
+        if (call.held && call.name) start(call, out);
+      }
+      if (delta.arguments) {
+        if (call.started) {
+          out.push({ type: 'tool-call-delta', index: call.index, argumentsDelta: delta.arguments });
+        } else {
+          call.held += delta.arguments;
+          if (call.name) start(call, out);
+        }
+      }
+      return out;
+    },
+
+    /** At the end of the stream: held calls start with what is known, and every call ends. */
+    end(): ToolCallPart[] {
+      const out: ToolCallPart[] = [];
+      for (const call of calls) if (!call.started) start(call, out);
+      for (const call of calls) if (!call.ended) out.push({ type: 'tool-call-end', index: call.index });
+      return out;
+    },
+  };
+}
