@@ -277,6 +277,25 @@ describe('chat-completions dialect: parsing valid requests', () => {
         .toolChoice,
       'required',
     );
+    // allowed_tools: the declared tools it lists, in their declared order, and its mode as the choice.
+    const declared = ['a', 'b', 'c'].map((name) => ({ type: 'function', function: { name } }));
+    for (const mode of ['auto', 'required'] as const) {
+      const narrowed = generation({
+        tools: declared,
+        tool_choice: {
+          type: 'allowed_tools',
+          allowed_tools: {
+            mode,
+            tools: ['c', 'a', 'c'].map((name) => ({ type: 'function', function: { name } })),
+          },
+        },
+      });
+      assert.deepEqual(
+        narrowed.tools?.map((tool) => tool.name),
+        ['a', 'c'],
+      );
+      assert.equal(narrowed.toolChoice, mode);
+    }
     assert.deepEqual(generation({ response_format: { type: 'json_object' } }), {
       responseFormat: { type: 'json_object' },
     });
@@ -744,8 +763,99 @@ describe('chat-completions dialect: refusing bad requests with a 400 naming the 
     ],
     [
       'a named tool_choice of another type',
-      { ...minimal, tool_choice: { type: 'allowed_tools', function: { name: 'f' } } },
-      'Invalid request parameters: body.tool_choice.type must be one of: function',
+      { ...minimal, tool_choice: { type: 'file_search', function: { name: 'f' } } },
+      'Invalid request parameters: body.tool_choice.type must be one of: function, allowed_tools',
+    ],
+    [
+      'a custom tool',
+      {
+        ...minimal,
+        tools: [
+          { type: 'function', function: { name: 'f' } },
+          { type: 'custom', custom: { name: 'g' } },
+        ],
+      },
+      'Invalid request parameters: body.tools.1.type "custom": custom tools are not supported (only function tools are)',
+    ],
+    [
+      'a tool_choice naming a custom tool',
+      { ...minimal, tool_choice: { type: 'custom', custom: { name: 'g' } } },
+      'Invalid request parameters: body.tool_choice.type "custom": custom tools are not supported (only function tools are)',
+    ],
+    [
+      'allowed_tools without its object',
+      { ...minimal, tool_choice: { type: 'allowed_tools', mode: 'auto', tools: [] } },
+      "Invalid request parameters: body.tool_choice.allowed_tools must have required property 'allowed_tools'",
+    ],
+    [
+      'allowed_tools listing no tool',
+      { ...minimal, tool_choice: { type: 'allowed_tools', allowed_tools: { mode: 'auto', tools: [] } } },
+      'Invalid request parameters: body.tool_choice.allowed_tools.tools must NOT have fewer than 1 items',
+    ],
+    [
+      'allowed_tools of another mode',
+      {
+        ...minimal,
+        tools: [{ type: 'function', function: { name: 'f' } }],
+        tool_choice: {
+          type: 'allowed_tools',
+          allowed_tools: { mode: 'none', tools: [{ type: 'function', function: { name: 'f' } }] },
+        },
+      },
+      'Invalid request parameters: body.tool_choice.allowed_tools.mode must be one of: auto, required',
+    ],
+    [
+      'allowed_tools naming no declared tool',
+      {
+        ...minimal,
+        tools: [{ type: 'function', function: { name: 'f' } }],
+        tool_choice: {
+          type: 'allowed_tools',
+          allowed_tools: {
+            mode: 'auto',
+            tools: [
+              { type: 'function', function: { name: 'f' } },
+              { type: 'function', function: { name: 'g' } },
+            ],
+          },
+        },
+      },
+      "Invalid request parameters: body.tool_choice.allowed_tools.tools.1.function.name names no tool of body.tools: 'g'",
+    ],
+    [
+      'allowed_tools without tools',
+      {
+        ...minimal,
+        tool_choice: {
+          type: 'allowed_tools',
+          allowed_tools: { mode: 'required', tools: [{ type: 'function', function: { name: 'f' } }] },
+        },
+      },
+      "Invalid request parameters: body.tool_choice.allowed_tools.tools.0.function.name names no tool of body.tools: 'f'",
+    ],
+    [
+      'allowed_tools listing a tool without its name',
+      {
+        ...minimal,
+        tools: [{ type: 'function', function: { name: 'f' } }],
+        tool_choice: {
+          type: 'allowed_tools',
+          allowed_tools: { mode: 'auto', tools: [{ type: 'function' }] },
+        },
+      },
+      "Invalid request parameters: body.tool_choice.allowed_tools.tools.0.function must have required property 'function'",
+    ],
+    [
+      'allowed_tools listing a custom tool',
+      {
+        ...minimal,
+        tools: [{ type: 'function', function: { name: 'f' } }],
+        tool_choice: {
+          type: 'allowed_tools',
+          allowed_tools: { mode: 'auto', tools: [{ type: 'custom', custom: { name: 'f' } }] },
+        },
+      },
+      'Invalid request parameters: body.tool_choice.allowed_tools.tools.0.type "custom": custom tools are not supported (only function tools are)',
     ],
     [
       'a tool_choice naming no tool',

@@ -143,13 +143,36 @@ const FunctionToolSchema = Type.Object({
   }),
 });
 
+/**
+ * OpenAI's custom (freeform) tool, and a choice or allowed tool naming one: they pass the schema so
+ * `parse` can say custom tools are not supported, rather than "must have required property 'function'".
+ */
+const CustomSchema = Type.Object({ type: Type.Literal('custom') });
+
+const ToolSchema = Type.Dependent(CustomSchema, CustomSchema, FunctionToolSchema);
+
+const NamedFunctionSchema = Type.Object({
+  type: stringEnum(['function']),
+  function: Type.Object({ name: Type.String({ minLength: 1 }) }),
+});
+
+/** `allowed_tools`: the tools the model may call this turn, of those declared, and how. */
+const AllowedToolsChoiceSchema = Type.Object({
+  type: Type.Literal('allowed_tools'),
+  allowed_tools: Type.Object({
+    mode: stringEnum(['auto', 'required']),
+    tools: Type.Array(Type.Dependent(CustomSchema, CustomSchema, NamedFunctionSchema), { minItems: 1 }),
+  }),
+});
+
 const ToolChoiceSchema = Type.Dependent(
   Type.String(),
   stringEnum(['auto', 'none', 'required']),
-  Type.Object({
-    type: stringEnum(['function']),
-    function: Type.Object({ name: Type.String({ minLength: 1 }) }),
-  }),
+  Type.Dependent(
+    CustomSchema,
+    CustomSchema,
+    taggedUnion({ function: NamedFunctionSchema, allowed_tools: AllowedToolsChoiceSchema }),
+  ),
 );
 
 const ResponseFormatSchema = taggedUnion({
@@ -189,7 +212,7 @@ export const ChatCompletionsBodySchema = Type.Object(
     messages: Type.Array(MessageSchema, { minItems: 1 }),
     model: Type.Optional(ModelIdSchema),
     models: Type.Optional(ModelsSchema),
-    tools: Type.Optional(Type.Array(FunctionToolSchema)),
+    tools: Type.Optional(Type.Array(ToolSchema)),
     tool_choice: Type.Optional(ToolChoiceSchema),
     parallel_tool_calls: Type.Optional(nullable(Type.Boolean())),
     max_tokens: Type.Optional(nullable(Type.Integer({ minimum: 1 }))),

@@ -9,6 +9,7 @@ import type { ParsedRequest } from '../dialect.js';
 import { invalidParameter } from '../shared/invalid-parameter.js';
 import { toProviderPreferences } from '../shared/provider-preferences.js';
 import { checkedMetadata, requestedModels, sessionId } from '../shared/request-rules.js';
+import { allowedTools, customToolRefused } from '../shared/tool-rules.js';
 import type { ChatCompletionsBody } from './chat-completions-schema.js';
 import { convertChatMessages } from './convert-chat-messages.js';
 
@@ -32,6 +33,7 @@ function tools(body: ChatCompletionsBody): FunctionTool[] | undefined {
   if (!body.tools || body.tools.length === 0) return undefined;
   const seen = new Set<string>();
   return body.tools.map((tool, index) => {
+    if (tool.type === 'custom') throw customToolRefused(`body.tools.${index}.type`);
     const { name, description, parameters, strict } = tool.function;
     if (seen.has(name))
       throw invalidParameter(`body.tools.${index}.function.name`, `repeats the tool name '${name}'`);
@@ -48,18 +50,34 @@ function tools(body: ChatCompletionsBody): FunctionTool[] | undefined {
   });
 }
 
-function toolChoice(body: ChatCompletionsBody, known: FunctionTool[] | undefined): ToolChoice | undefined {
+/**
+ * The tool choice, and the tools it leaves the model: all that were declared, or for
+ * `allowed_tools` the ones it lists (its mode becoming the choice).
+ */
+function toolChoice(
+  body: ChatCompletionsBody,
+  known: FunctionTool[] | undefined,
+): { choice?: ToolChoice; tools?: FunctionTool[] } {
   const choice = body.tool_choice;
-  if (choice === undefined) return undefined;
+  if (choice === undefined) return { tools: known };
   if (typeof choice === 'string') {
     if (choice === 'required' && !known?.length)
       throw invalidParameter('body.tool_choice', 'required needs body.tools');
-    return choice;
+    return { choice, tools: known };
+  }
+  if (choice.type === 'custom') throw customToolRefused('body.tool_choice.type');
+  if (choice.type === 'allowed_tools') {
+    const listed = choice.allowed_tools.tools.map((tool, index) => {
+      const field = `body.tool_choice.allowed_tools.tools.${index}`;
+      if (tool.type === 'custom') throw customToolRefused(`${field}.type`);
+      return { name: tool.function.name, field: `${field}.function.name` };
+    });
+    return { choice: choice.allowed_tools.mode, tools: allowedTools(known, listed) };
   }
   const name = choice.function.name;
   if (!known?.some((tool) => tool.name === name))
     throw invalidParameter('body.tool_choice.function.name', `names no tool of body.tools: '${name}'`);
-  return { type: 'function', name };
+  return { choice: { type: 'function', name }, tools: known };
 }
 
 function responseFormat(body: ChatCompletionsBody): ResponseFormat | undefined {
@@ -121,9 +139,8 @@ export function parseChatCompletionsRequest(
   refuseUnsupported(body);
   const models = requestedModels({ model: body.model, fallbacks: body.models });
   const generation: Omit<GenerationRequest, 'model'> = { input: convertChatMessages(body.messages) };
-  const declared = tools(body);
-  if (declared) generation.tools = declared;
-  const choice = toolChoice(body, declared);
+  const { choice, tools: offered } = toolChoice(body, tools(body));
+  if (offered) generation.tools = offered;
   if (choice !== undefined) generation.toolChoice = choice;
   if (typeof body.parallel_tool_calls === 'boolean') generation.parallelToolCalls = body.parallel_tool_calls;
   samplingParameters(body, generation);

@@ -124,7 +124,8 @@ export function echoRequest(body: ResponsesBody) {
     instructions: body.instructions ?? null,
     metadata: body.metadata ?? null,
     tools: body.tools ?? [],
-    tool_choice: (body.tool_choice ?? 'auto') as 'auto',
+    // As sent: `auto`, or an `allowed_tools` choice (whose tools are what the model was offered).
+    tool_choice: body.tool_choice ?? 'auto',
     parallel_tool_calls: body.parallel_tool_calls ?? true,
     temperature: body.temperature ?? null,
     top_p: body.top_p ?? null,
