@@ -3,28 +3,21 @@ import type {
   GenerationRequest,
   ReasoningOptions,
   ResponseFormat,
-  ToolChoice,
 } from '../../../spec/generation-request.js';
 import type { ParsedRequest } from '../dialect.js';
 import { invalidParameter } from '../shared/invalid-parameter.js';
 import { toProviderPreferences } from '../shared/provider-preferences.js';
 import { checkedMetadata, requestedModels, sessionId } from '../shared/request-rules.js';
-import { allowedTools, customToolRefused } from '../shared/tool-rules.js';
+import { customToolRefused } from '../shared/tool-rules.js';
 import { convertResponsesInput } from './convert-responses-input.js';
-import type {
-  ResponsesAllowedToolsChoice,
-  ResponsesBody,
-  ResponsesTextFormat,
-  ResponsesToolBody,
-} from './responses-body-schema.js';
+import type { ResponsesBody, ResponsesTextFormat, ResponsesToolBody } from './responses-body-schema.js';
 
 type Headers = Record<string, string | string[] | undefined>;
 
 /**
  * A validated `/responses` body → the canonical request and routing facts. Throws a 400 naming
  * the field for what the schema cannot say: the stateless-only fields, `models` ≤ 3, `tool_choice`
- * other than auto and allowed_tools (whose tools must be declared ones), non-function tools,
- * metadata keys, and every rule on `input` items.
+ * other than auto, non-function tools, metadata keys, and every rule on `input` items.
  *
  * Accepted and only validated (nothing reads them yet): `stop_server_tools_when`, `max_tool_calls`,
  * `plugins`, `include`, `modalities`, `service_tier`, `truncation`, `text.verbosity`,
@@ -36,10 +29,13 @@ export function parseResponsesRequest(body: ResponsesBody, headers: Headers): Pa
   const models = requestedModels({ model: body.model, fallbacks: body.models });
   const generation: Omit<GenerationRequest, 'model'> = { input: convertResponsesInput(body.input) };
   if (body.instructions) generation.instructions = body.instructions;
-  const declared = convertTools(body.tools);
-  const { choice, tools } = toolChoice(body.tool_choice, declared);
+  const tools = convertTools(body.tools);
   if (tools.length > 0) generation.tools = tools;
-  if (choice) generation.toolChoice = choice;
+  if (body.tool_choice !== undefined && body.tool_choice !== null) {
+    // Spec 4.6: only `auto`; an `allowed_tools` choice (which /chat/completions takes) included.
+    if (body.tool_choice !== 'auto') throw invalidParameter('body.tool_choice', 'only "auto" is supported');
+    generation.toolChoice = 'auto';
+  }
   if (body.parallel_tool_calls != null) generation.parallelToolCalls = body.parallel_tool_calls;
   if (body.max_output_tokens != null) generation.maxOutputTokens = body.max_output_tokens;
   if (body.temperature != null) generation.temperature = body.temperature;
@@ -90,36 +86,6 @@ function refuseStatefulFields(body: ResponsesBody): void {
     );
   }
 }
-
-/**
- * The tool choice, and the tools it leaves the model: all that were declared, or for
- * `allowed_tools` the ones it lists (its mode becoming the choice). Otherwise only `auto`.
- */
-function toolChoice(
-  choice: ResponsesBody['tool_choice'],
-  declared: FunctionTool[],
-): { choice?: ToolChoice; tools: FunctionTool[] } {
-  if (choice === undefined || choice === null) return { tools: declared };
-  if (isAllowedTools(choice)) {
-    const listed = choice.tools.map((tool, index) => {
-      const field = `body.tool_choice.tools.${index}`;
-      if (tool.type === 'custom') throw customToolRefused(`${field}.type`);
-      if (tool.type !== 'function')
-        throw invalidParameter(
-          `${field}.type`,
-          `${JSON.stringify(tool.type)} is not supported: only function tools are`,
-        );
-      return { name: (tool as { name: string }).name, field: `${field}.name` };
-    });
-    return { choice: choice.mode, tools: allowedTools(declared, listed) };
-  }
-  if (choice !== 'auto')
-    throw invalidParameter('body.tool_choice', 'only "auto" and {"type": "allowed_tools"} are supported');
-  return { choice: 'auto', tools: declared };
-}
-
-const isAllowedTools = (choice: unknown): choice is ResponsesAllowedToolsChoice =>
-  typeof choice === 'object' && choice !== null && (choice as { type?: unknown }).type === 'allowed_tools';
 
 const EMPTY_PARAMETERS = { type: 'object', properties: {} };
 

@@ -124,8 +124,7 @@ export function echoRequest(body: ResponsesBody) {
     instructions: body.instructions ?? null,
     metadata: body.metadata ?? null,
     tools: body.tools ?? [],
-    // As sent: `auto`, or an `allowed_tools` choice (whose tools are what the model was offered).
-    tool_choice: body.tool_choice ?? 'auto',
+    tool_choice: (body.tool_choice ?? 'auto') as 'auto',
     parallel_tool_calls: body.parallel_tool_calls ?? true,
     temperature: body.temperature ?? null,
     top_p: body.top_p ?? null,

@@ -21,9 +21,8 @@ import { nullable, taggedUnion } from '../shared/schema-unions.js';
  * knows is listed here. Nested objects that carry history or vendor options (input items, tools,
  * plugins, trace, image_config) stay open, because clients round-trip fields we do not read.
  *
- * Rules that Ajv cannot state clearly (input items, `models` ≤ 3, `tool_choice` other than
- * `allowed_tools`, tool types, metadata keys, stateless-only fields) are checked in
- * `parse-responses-request.ts`.
+ * Rules that Ajv cannot state clearly (input items, `models` ≤ 3, `tool_choice`, tool types,
+ * metadata keys, stateless-only fields) are checked in `parse-responses-request.ts`.
  */
 
 const nullableNumber = (range: { minimum?: number; maximum?: number } = {}) => nullable(Type.Number(range));
@@ -56,32 +55,6 @@ export type ResponsesToolBody = Static<typeof OtherTool> & Partial<Omit<Static<t
 
 const Tool = Type.Unsafe<ResponsesToolBody>(
   Type.Dependent(Type.Object({ type: Type.Literal('function') }), FunctionTool, OtherTool),
-);
-
-/** A tool an `allowed_tools` choice lists: a function by name; other types `parse` refuses by name. */
-const AllowedTool = Type.Dependent(
-  Type.Object({ type: Type.Literal('function') }),
-  Type.Object({ type: Type.Literal('function'), name: Type.String({ minLength: 1 }) }),
-  Type.Object({ type: Type.String({ minLength: 1 }) }),
-);
-
-/** `allowed_tools`: the tools the model may call this turn, of those declared, and how. */
-const AllowedToolsChoice = Type.Object({
-  type: Type.Literal('allowed_tools'),
-  mode: stringEnum(['auto', 'required']),
-  tools: Type.Array(AllowedTool, { minItems: 1 }),
-});
-
-export type ResponsesAllowedToolsChoice = Static<typeof AllowedToolsChoice>;
-
-/** `"auto"`, an `allowed_tools` choice, or anything else for `parse` to refuse as not supported. */
-const ToolChoice = Type.Dependent(
-  Type.Object({ type: Type.Literal('allowed_tools') }),
-  AllowedToolsChoice,
-  Type.Unsafe<string | Record<string, unknown> | null>({
-    type: ['string', 'object', 'null'],
-    description: '"auto", or {"type": "allowed_tools"}',
-  }),
 );
 
 const TextFormat = taggedUnion({
@@ -211,7 +184,9 @@ export const ResponsesBodySchema = Type.Object(
     presence_penalty: Type.Optional(nullableNumber({ minimum: -2, maximum: 2 })),
     parallel_tool_calls: Type.Optional(nullableBoolean()),
     tools: Type.Optional(Type.Array(Tool)),
-    tool_choice: Type.Optional(ToolChoice),
+    tool_choice: Type.Optional(
+      Type.Unsafe<unknown>({ type: ['string', 'object', 'null'], description: 'Only "auto"' }),
+    ),
     stop_server_tools_when: Type.Optional(Type.Array(StopCondition, { minItems: 1 })),
     metadata: Type.Optional(MetadataSchema),
     modalities: Type.Optional(Type.Array(stringEnum(['text', 'image']))),

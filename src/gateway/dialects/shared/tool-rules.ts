@@ -2,9 +2,9 @@ import type { FunctionTool } from '../../../spec/generation-request.js';
 import { invalidParameter } from './invalid-parameter.js';
 
 /**
- * Rules on tools that the OpenAI-shaped surfaces (chat completions, Responses) share: OpenAI's
- * custom (freeform) tools, which no provider protocol here can carry, and `tool_choice` of type
- * `allowed_tools`.
+ * Rules on tools of the OpenAI-shaped surfaces: OpenAI's custom (freeform) tools, which no provider
+ * protocol here can carry (both surfaces), and `tool_choice` of type `allowed_tools` (chat
+ * completions; `/responses` takes `auto` alone, spec 4.6).
  */
 
 /** The 400 for a custom tool (OpenAI's freeform-input tools) at `field` (its `type`). */
