@@ -8,8 +8,13 @@ import type { Usage } from './usage.js';
  * finish come last. Tool calls are identified by `index` within the response.
  */
 export type StreamPart =
-  /** Upstream identity of the response, when known (its id and the model that answered). */
-  | { type: 'response-metadata'; id?: string; model?: string }
+  /**
+   * Upstream identity of the response, when known (its id and the model that answered). `usage`:
+   * the counts the upstream reported as it began, when it reports them then (Anthropic's
+   * message_start: the prompt, its cache reads and writes, the first output token); the `usage`
+   * part at the end is still the generation's.
+   */
+  | { type: 'response-metadata'; id?: string; model?: string; usage?: Usage }
   | { type: 'text-delta'; delta: string }
   | { type: 'reasoning-delta'; delta: string }
   /** The model declining to answer (OpenAI's `refusal`), as text of its own. */

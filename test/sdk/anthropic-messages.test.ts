@@ -1,10 +1,12 @@
 // The official `@anthropic-ai/sdk`, unmodified (only baseURL and apiKey set), against a real
 // gateway's `/api/v1/messages`: the SDK appends `/v1/messages` to a baseURL of `<gateway>/api`.
 import assert from 'node:assert/strict';
+import type { ServerResponse } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import Anthropic from '@anthropic-ai/sdk';
+import { chatChunk, DEEPSEEK, usageOf } from '../gateway/inference/harness.js';
 import { streamThinkingToolTurn } from '../helpers/anthropic-thinking-turn.js';
-import { startFakeUpstream } from '../helpers/fake-upstream.js';
+import { startFakeUpstream, writeSse } from '../helpers/fake-upstream.js';
 import { startTestApp, type TestApp } from '../helpers/test-app.js';
 
 const SENTENCE = 'The quick brown fox jumps over the lazy dog.';
@@ -412,5 +414,170 @@ describe('@anthropic-ai/sdk: extended thinking with tools, through an Anthropic 
     });
     assert.equal(second.content.length, 1);
     assert.equal((second.content[0] as Anthropic.TextBlock).text, 'It is sunny in Paris.');
+  });
+});
+
+describe('@anthropic-ai/sdk: usage, from Anthropic and from an OpenAI-compatible upstream', () => {
+  let anthropic: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let compatible: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let gateway: TestApp;
+  let client: Anthropic;
+  const claude = {
+    model: 'anthropic/claude-sonnet-4.5',
+    max_tokens: 256,
+    messages: [{ role: 'user' as const, content: 'Weather in Paris?' }],
+    tools: [weatherTool],
+  };
+  const deepseek = { ...claude, model: DEEPSEEK };
+
+  /** Anthropic's framing: an `event:` line, then the data (`raw` for a frame JSON.stringify cannot write). */
+  const writeEvents = (
+    response: ServerResponse,
+    events: Array<({ type: string } & Record<string, unknown>) | { raw: string; type: string }>,
+  ) => {
+    response.writeHead(200, { 'content-type': 'text/event-stream' });
+    for (const event of events) {
+      const data = 'raw' in event && typeof event.raw === 'string' ? event.raw : JSON.stringify(event);
+      response.write(`event: ${event.type}\ndata: ${data}\n\n`);
+    }
+    response.end();
+  };
+  const messageStart = (usage: Record<string, number>) => ({
+    type: 'message_start',
+    message: {
+      id: 'msg_up',
+      type: 'message',
+      role: 'assistant',
+      model: 'claude-sonnet-4-5-20250929',
+      content: [],
+      stop_reason: null,
+      stop_sequence: null,
+      usage,
+    },
+  });
+  const rawEvents = async (params: Anthropic.MessageCreateParamsNonStreaming) => {
+    const events: Anthropic.RawMessageStreamEvent[] = [];
+    for await (const event of await client.messages.create({ ...params, stream: true })) events.push(event);
+    return events;
+  };
+  before(async () => {
+    [anthropic, compatible] = await Promise.all([startFakeUpstream(), startFakeUpstream()]);
+    gateway = await startTestApp({
+      config: {
+        credits: { initial: 10 },
+        providers: {
+          anthropic: { api_key: 'sk-ant-test', base_url: `${anthropic.url}/v1` },
+          novita: { api_key: 'k', base_url: `${compatible.url}/v1` },
+        },
+      },
+    });
+    const created = await gateway.request('POST', '/api/v1/keys', { body: { name: 'sdk' } });
+    assert.equal(created.status, 200, created.text);
+    client = new Anthropic({ baseURL: `${gateway.url}/api`, apiKey: created.body.key, maxRetries: 0 });
+  });
+  after(async () => {
+    await gateway.close();
+    await Promise.all([anthropic.close(), compatible.close()]);
+  });
+
+  it("message_start carries Anthropic's prompt counts; message_delta and finalMessage() the whole usage", async () => {
+    anthropic.handle((_request, response) =>
+      writeEvents(response, [
+        messageStart({
+          input_tokens: 12,
+          cache_creation_input_tokens: 30,
+          cache_read_input_tokens: 400,
+          output_tokens: 1,
+        }),
+        { type: 'content_block_start', index: 0, content_block: { type: 'text', text: '' } },
+        { type: 'content_block_delta', index: 0, delta: { type: 'text_delta', text: 'Sunny.' } },
+        { type: 'content_block_stop', index: 0 },
+        // The older message_delta, output only: the gateway's carries every count all the same.
+        {
+          type: 'message_delta',
+          delta: { stop_reason: 'end_turn', stop_sequence: null },
+          usage: { output_tokens: 25 },
+        },
+        { type: 'message_stop' },
+      ]),
+    );
+    const events = await rawEvents(claude);
+    const start = events[0];
+    assert.ok(start?.type === 'message_start');
+    assert.deepEqual(start.message.usage, {
+      input_tokens: 12,
+      output_tokens: 1,
+      cache_creation_input_tokens: 30,
+      cache_read_input_tokens: 400,
+    });
+    const delta = events.at(-2);
+    assert.ok(delta?.type === 'message_delta');
+    assert.equal(delta.usage.input_tokens, 12);
+    assert.equal(delta.usage.output_tokens, 25);
+    assert.equal(delta.usage.cache_creation_input_tokens, 30);
+    assert.equal(delta.usage.cache_read_input_tokens, 400);
+
+    const final = await client.messages.stream(claude).finalMessage();
+    assert.deepEqual(final.usage, {
+      input_tokens: 12,
+      output_tokens: 25,
+      cache_creation_input_tokens: 30,
+      cache_read_input_tokens: 400,
+    });
+  });
+
+  it('an upstream that counts only at the end: zeros in message_start, the whole usage in message_delta and finalMessage()', async () => {
+    compatible.handle((_request, response) =>
+      writeSse(response, [
+        chatChunk({ role: 'assistant', content: '' }),
+        chatChunk({ content: 'Sunny.' }),
+        chatChunk({}, 'stop'),
+        JSON.stringify({ id: 'up-s', object: 'chat.completion.chunk', choices: [], usage: usageOf(10, 5) }),
+        '[DONE]',
+      ]),
+    );
+    const events = await rawEvents(deepseek);
+    const start = events[0];
+    assert.ok(start?.type === 'message_start');
+    assert.deepEqual(start.message.usage, {
+      input_tokens: 0,
+      output_tokens: 0,
+      cache_creation_input_tokens: 0,
+      cache_read_input_tokens: 0,
+    });
+    const delta = events.at(-2);
+    assert.ok(delta?.type === 'message_delta');
+    assert.equal(delta.usage.input_tokens, 10);
+    assert.equal(delta.usage.output_tokens, 5);
+
+    // The SDK takes message_delta's counts over message_start's zeros.
+    const final = await client.messages.stream(deepseek).finalMessage();
+    assert.deepEqual(final.usage, {
+      input_tokens: 10,
+      output_tokens: 5,
+      cache_creation_input_tokens: 0,
+      cache_read_input_tokens: 0,
+    });
+  });
+
+  it('a message_start count JSON cannot carry back (1e999) is held to the context, not sent as null', async () => {
+    const start = JSON.stringify(messageStart({ input_tokens: 7, output_tokens: 1 }));
+    anthropic.handle((_request, response) =>
+      writeEvents(response, [
+        { type: 'message_start', raw: start.replace('"input_tokens":7', '"input_tokens":1e999') },
+        { type: 'content_block_start', index: 0, content_block: { type: 'text', text: 'Sunny.' } },
+        { type: 'content_block_stop', index: 0 },
+        { type: 'message_delta', delta: { stop_reason: 'end_turn' }, usage: { output_tokens: 3 } },
+        { type: 'message_stop' },
+      ]),
+    );
+    const events = await rawEvents(claude);
+    const opening = events[0];
+    assert.ok(opening?.type === 'message_start');
+    const counted = opening.message.usage.input_tokens;
+    assert.ok(Number.isSafeInteger(counted) && counted > 0, String(counted));
+    const delta = events.at(-2);
+    assert.ok(delta?.type === 'message_delta');
+    assert.equal(delta.usage.input_tokens, counted);
   });
 });

@@ -281,7 +281,7 @@ export function dialectSurface(options: {
       const writer = createSseWriter(raw, stallMs);
       const encoder = dialect.streamEncoder(body, outcome.info);
       try {
-        await writer.write(encoder.start());
+        await writer.write(encoder.start(outcome.usageAtStart));
         for await (const part of outcome.parts) {
           if (!(await writer.write(encoder.part(part)))) break;
         }

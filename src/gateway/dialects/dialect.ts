@@ -99,8 +99,12 @@ export interface GenerationFailure {
 
 /** Encodes one stream for the wire; every method returns ready SSE text ('' when nothing is due). */
 export interface StreamEncoder {
-  /** Frames sent when the stream commits, before the first part. */
-  start(): string;
+  /**
+   * Frames sent when the stream commits, before the first part. `usageAtStart`: the counts the
+   * upstream reported before its first output (the service's `usageAtStart`), null when it reports
+   * them only at the end.
+   */
+  start(usageAtStart?: Usage | null): string;
   part(part: StreamPart): string;
   /** The closing frames of a successful stream: usage, metadata, terminator. */
   end(summary: GenerationSummary): string;

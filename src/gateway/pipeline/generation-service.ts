@@ -78,6 +78,12 @@ export interface StreamOutcome {
   info: GenerationInfo;
   /** Output parts as the adapter produced them; usage, finish and error parts are consumed here. */
   parts: AsyncIterable<StreamPart>;
+  /**
+   * The counts the upstream reported before its first output (Anthropic's message_start: the
+   * prompt, its cache reads and writes), cleaned as billing cleans them; null from an upstream that
+   * reports usage only at the end.
+   */
+  usageAtStart: Usage | null;
   /** Settles the reservation, records the generation; resolves with what the encoder closes with. */
   finish(): Promise<{ summary: GenerationSummary; failure: GenerationFailure | null }>;
 }
@@ -1085,6 +1091,11 @@ export function createGenerationService(options: {
         },
       );
       const firstTokenMs = started.firstTokenAt - attemptStart;
+      let usageAtStart: Usage | null = null;
+      for (const part of started.head) {
+        if (part.type === 'response-metadata' && part.usage !== undefined)
+          usageAtStart = billableUsage(part.usage, prepared.prompt.bytes, 0, bounds);
+      }
       let usage: Usage | null = null;
       let finishReason: string | null = null;
       let nativeFinishReason: string | null = null;
@@ -1213,6 +1224,7 @@ export function createGenerationService(options: {
             ended = true;
           },
         ),
+        usageAtStart,
         finish: () => {
           finishing ??= finish();
           return finishing;

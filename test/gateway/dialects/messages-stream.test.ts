@@ -4,6 +4,7 @@ import type { GenerationInfo, GenerationSummary } from '../../../src/gateway/dia
 import type { MessagesBody } from '../../../src/gateway/dialects/messages/messages-body-schema.js';
 import { messagesDialect } from '../../../src/gateway/dialects/messages/messages-dialect.js';
 import type { StreamPart } from '../../../src/spec/stream-part.js';
+import type { Usage } from '../../../src/spec/usage.js';
 
 const body: MessagesBody = {
   model: 'anthropic/claude-sonnet-4',
@@ -58,9 +59,10 @@ function encode(
     failure?: Parameters<ReturnType<typeof messagesDialect.streamEncoder>['fail']>[0];
   } = {},
   request: MessagesBody = body,
+  usageAtStart: Usage | null = null,
 ): string {
   const encoder = messagesDialect.streamEncoder(request, info);
-  let text = encoder.start();
+  let text = encoder.start(usageAtStart);
   for (const part of parts) text += encoder.part(part);
   const final = ending.summary ?? summary();
   text += ending.failure ? encoder.fail(ending.failure, final) : encoder.end(final);
@@ -145,6 +147,26 @@ describe('messages dialect: streaming', () => {
       },
       { type: 'message_stop' },
     ]);
+  });
+
+  it("opens with the counts the upstream reported as it began, in Anthropic's terms", () => {
+    // Anthropic's message_start: 12 uncached prompt tokens, 400 read from the cache, 30 written.
+    const atStart = {
+      ...usage,
+      inputTokens: 442,
+      outputTokens: 1,
+      cachedInputTokens: 400,
+      cacheWriteTokens: 30,
+    };
+    const events = readFrames(encode([{ type: 'text-delta', delta: 'Hi' }], {}, body, atStart));
+    assert.deepEqual(events[0].message.usage, {
+      input_tokens: 12,
+      output_tokens: 1,
+      cache_creation_input_tokens: 30,
+      cache_read_input_tokens: 400,
+    });
+    // message_delta still carries the whole usage, input included.
+    assert.deepEqual(events.at(-2).usage, finalUsage);
   });
 
   it('streams a tool call as a tool_use block with input_json_delta', () => {

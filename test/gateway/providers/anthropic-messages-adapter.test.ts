@@ -37,6 +37,19 @@ const messageStart: AnthropicEvent = {
     },
   },
 };
+/** What the adapter reads of messageStart: the response's identity and the prompt's counts. */
+const startMetadata = {
+  type: 'response-metadata',
+  id: 'msg_01XFDUDYJgAACzvnptvVoYEL',
+  model: 'claude-sonnet-4-20250514',
+  usage: {
+    inputTokens: 442,
+    outputTokens: 1,
+    cachedInputTokens: 400,
+    cacheWriteTokens: 30,
+    reasoningTokens: 0,
+  },
+};
 const blockStart = (index: number, contentBlock: Record<string, unknown>): AnthropicEvent => ({
   type: 'content_block_start',
   index,
@@ -601,7 +614,7 @@ describe('Anthropic Messages adapter against a fake upstream', () => {
     const sent = upstream.requests.at(-1)!.body as any;
     assert.equal(sent.stream, true);
     assert.deepEqual(parts, [
-      { type: 'response-metadata', id: 'msg_01XFDUDYJgAACzvnptvVoYEL', model: 'claude-sonnet-4-20250514' },
+      startMetadata,
       { type: 'reasoning-delta', delta: 'Two cities.' },
       { type: 'reasoning-signature', signature: 'EqQBCgIYAhIM', format: 'anthropic-claude-v1' },
       { type: 'text-delta', delta: 'Hel' },
@@ -726,10 +739,7 @@ describe('Anthropic Messages adapter against a fake upstream', () => {
       ]),
     );
     const parts = await collect(adapter.stream(call()));
-    assert.deepEqual(parts.slice(0, 2), [
-      { type: 'response-metadata', id: 'msg_01XFDUDYJgAACzvnptvVoYEL', model: 'claude-sonnet-4-20250514' },
-      { type: 'text-delta', delta: 'partial' },
-    ]);
+    assert.deepEqual(parts.slice(0, 2), [startMetadata, { type: 'text-delta', delta: 'partial' }]);
     const last = parts.at(-1)!;
     assert.equal(parts.length, 4);
     assert.equal(parts[2]?.type, 'usage');

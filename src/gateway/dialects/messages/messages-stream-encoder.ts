@@ -1,9 +1,16 @@
 import type { FinishReason } from '../../../spec/finish-reason.js';
 import type { StreamPart } from '../../../spec/stream-part.js';
+import { emptyUsage } from '../../../spec/usage.js';
 import type { GenerationFailure, GenerationInfo, GenerationSummary, StreamEncoder } from '../dialect.js';
 import type { MessagesBody } from './messages-body-schema.js';
 import { messagesErrorObject } from './messages-errors.js';
-import { messageId, messagesSignature, messagesUsage, stopReason } from './messages-wire.js';
+import {
+  messageId,
+  messagesSignature,
+  messagesTokenCounts,
+  messagesUsage,
+  stopReason,
+} from './messages-wire.js';
 
 /**
  * Anthropic names every frame (`event: <type>`) and repeats the type in the data
@@ -167,7 +174,7 @@ export function createMessagesStreamEncoder(body: MessagesBody, info: Generation
   };
 
   return {
-    start() {
+    start(usageAtStart) {
       return frame({
         type: 'message_start',
         message: {
@@ -178,13 +185,10 @@ export function createMessagesStreamEncoder(body: MessagesBody, info: Generation
           content: [],
           stop_reason: null,
           stop_sequence: null,
-          // Counts arrive with the last part; message_delta carries them all.
-          usage: {
-            input_tokens: 0,
-            output_tokens: 0,
-            cache_creation_input_tokens: 0,
-            cache_read_input_tokens: 0,
-          },
+          // As Anthropic does, the prompt's counts when the upstream reported them as it began
+          // (Anthropic's own message_start); zeros from one that counts only at the end.
+          // message_delta carries them all in either case, and the SDKs take its counts.
+          usage: messagesTokenCounts(usageAtStart ?? emptyUsage()),
           provider: info.providerName,
         },
       });

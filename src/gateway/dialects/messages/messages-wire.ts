@@ -1,5 +1,6 @@
 import type { FinishReason } from '../../../spec/finish-reason.js';
 import type { ReasoningFormat } from '../../../spec/generation-request.js';
+import type { Usage } from '../../../spec/usage.js';
 import type { GenerationSummary } from '../dialect.js';
 import { labelled, readLabelled } from '../shared/labelled-reasoning.js';
 import { billedCost } from '../shared/usage-cost.js';
@@ -15,11 +16,15 @@ export function messageId(generationId: string): string {
   return `msg_${generationId.startsWith('gen-') ? generationId.slice(4) : generationId}`;
 }
 
-export interface MessagesUsage {
+/** Anthropic's four token counts, as message_start carries them. */
+export interface MessagesTokenCounts {
   input_tokens: number;
   output_tokens: number;
   cache_creation_input_tokens: number;
   cache_read_input_tokens: number;
+}
+
+export interface MessagesUsage extends MessagesTokenCounts {
   /** USD. */
   cost: number;
   is_byok: boolean;
@@ -29,15 +34,18 @@ export interface MessagesUsage {
  * Anthropic's `input_tokens` counts only the prompt tokens that were neither read from nor written
  * to the cache; canonical `inputTokens` is the whole prompt with both as subsets.
  */
-export function messagesUsage(summary: GenerationSummary): MessagesUsage {
-  const { usage } = summary;
+export function messagesTokenCounts(usage: Usage): MessagesTokenCounts {
   return {
     input_tokens: Math.max(0, usage.inputTokens - usage.cachedInputTokens - usage.cacheWriteTokens),
     output_tokens: usage.outputTokens,
     cache_creation_input_tokens: usage.cacheWriteTokens,
     cache_read_input_tokens: usage.cachedInputTokens,
-    ...billedCost(summary),
   };
+}
+
+/** The counts with the cost: the usage of a whole answer and of message_delta. */
+export function messagesUsage(summary: GenerationSummary): MessagesUsage {
+  return { ...messagesTokenCounts(summary.usage), ...billedCost(summary) };
 }
 
 /** Anthropic's stop reasons; an upstream that speaks them (Anthropic, Bedrock) is passed through. */

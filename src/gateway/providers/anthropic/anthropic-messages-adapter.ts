@@ -153,6 +153,8 @@ export function createAnthropicMessagesAdapter(options: {
               const metadata: StreamPart = { type: 'response-metadata' };
               if (event.id !== undefined) metadata.id = event.id;
               if (event.model !== undefined) metadata.model = event.model;
+              // The prompt's counts are known now: a Messages client gets them in its message_start.
+              if (Object.keys(event.usage).length > 0) metadata.usage = toCanonicalUsage(event.usage);
               yield metadata;
             }
           } else if (event.type === 'content_block_start') {
