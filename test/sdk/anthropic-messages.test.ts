@@ -417,7 +417,7 @@ describe('@anthropic-ai/sdk: extended thinking with tools, through an Anthropic 
   });
 });
 
-describe('@anthropic-ai/sdk: usage, from Anthropic and from an OpenAI-compatible upstream', () => {
+describe('@anthropic-ai/sdk: usage and cut-off tool calls, from Anthropic and from an OpenAI-compatible upstream', () => {
   let anthropic: Awaited<ReturnType<typeof startFakeUpstream>>;
   let compatible: Awaited<ReturnType<typeof startFakeUpstream>>;
   let gateway: TestApp;
@@ -460,6 +460,23 @@ describe('@anthropic-ai/sdk: usage, from Anthropic and from an OpenAI-compatible
     for await (const event of await client.messages.create({ ...params, stream: true })) events.push(event);
     return events;
   };
+  const compatibleToolCall = (args: string[], finishReason: string | null) => [
+    chatChunk({ role: 'assistant', content: '' }),
+    chatChunk({
+      tool_calls: [
+        { index: 0, id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '' } },
+      ],
+    }),
+    ...args.map((fragment) => chatChunk({ tool_calls: [{ index: 0, function: { arguments: fragment } }] })),
+    ...(finishReason === null
+      ? []
+      : [
+          chatChunk({}, finishReason),
+          JSON.stringify({ id: 'up-s', object: 'chat.completion.chunk', choices: [], usage: usageOf(10, 5) }),
+          '[DONE]',
+        ]),
+  ];
+
   before(async () => {
     [anthropic, compatible] = await Promise.all([startFakeUpstream(), startFakeUpstream()]);
     gateway = await startTestApp({
@@ -579,5 +596,107 @@ describe('@anthropic-ai/sdk: usage, from Anthropic and from an OpenAI-compatible
     const delta = events.at(-2);
     assert.ok(delta?.type === 'message_delta');
     assert.equal(delta.usage.input_tokens, counted);
+  });
+
+  it('a tool call max_tokens cut off: stop_reason max_tokens and the same input streamed and whole, even malformed', async () => {
+    const cases = [
+      { args: ['{"city": "Paris", ', '"unit": "cel'], input: { city: 'Paris' } },
+      // Malformed before the cut (a regular expression's \d, unescaped): the SDK's parser would throw.
+      { args: ['{"city": "Paris", "pattern": "\\d', '+", "unit": "cel'], input: { city: 'Paris' } },
+      { args: ['{"ci'], input: {} },
+    ];
+    for (const { args, input } of cases) {
+      compatible.handle((request, response) => {
+        if ((request.body as { stream?: boolean }).stream)
+          return writeSse(response, compatibleToolCall(args, 'length'));
+        response.writeHead(200, { 'content-type': 'application/json' }).end(
+          JSON.stringify({
+            id: 'up-1',
+            object: 'chat.completion',
+            created: 1,
+            model: 'upstream-model',
+            choices: [
+              {
+                index: 0,
+                message: {
+                  role: 'assistant',
+                  content: null,
+                  tool_calls: [
+                    {
+                      id: 'call_1',
+                      type: 'function',
+                      function: { name: 'get_weather', arguments: args.join('') },
+                    },
+                  ],
+                },
+                finish_reason: 'length',
+              },
+            ],
+            usage: usageOf(10, 5),
+          }),
+        );
+      });
+      const final = await client.messages.stream(deepseek).finalMessage();
+      assert.equal(final.stop_reason, 'max_tokens');
+      assert.deepEqual(final.content, [{ type: 'tool_use', id: 'call_1', name: 'get_weather', input }]);
+      const whole = await client.messages.create(deepseek);
+      assert.equal(whole.stop_reason, 'max_tokens');
+      assert.deepEqual(whole.content, final.content);
+    }
+  });
+
+  it('Anthropic cutting a tool_use at max_tokens: its fragments pass as they came, and the SDK reads the members completed', async () => {
+    const fragments = ['{"city": "Par', 'is", "unit": "cel'];
+    anthropic.handle((_request, response) =>
+      writeEvents(response, [
+        messageStart({ input_tokens: 40, output_tokens: 1 }),
+        {
+          type: 'content_block_start',
+          index: 0,
+          content_block: { type: 'tool_use', id: 'toolu_cut', name: 'get_weather', input: {} },
+        },
+        ...fragments.map((partial_json) => ({
+          type: 'content_block_delta',
+          index: 0,
+          delta: { type: 'input_json_delta', partial_json },
+        })),
+        { type: 'content_block_stop', index: 0 },
+        {
+          type: 'message_delta',
+          delta: { stop_reason: 'max_tokens', stop_sequence: null },
+          usage: { output_tokens: 12 },
+        },
+        { type: 'message_stop' },
+      ]),
+    );
+    const events = await rawEvents(claude);
+    assert.deepEqual(
+      events.flatMap((event) =>
+        event.type === 'content_block_delta' && event.delta.type === 'input_json_delta'
+          ? [event.delta.partial_json]
+          : [],
+      ),
+      fragments,
+    );
+    const final = await client.messages.stream(claude).finalMessage();
+    assert.equal(final.stop_reason, 'max_tokens');
+    assert.deepEqual(final.content, [
+      { type: 'tool_use', id: 'toolu_cut', name: 'get_weather', input: { city: 'Paris' } },
+    ]);
+  });
+
+  it('a stream cut in the middle of malformed arguments: the SDK throws the APIError of the cut, not a JSON error', async () => {
+    // No finish_reason, no [DONE]: the upstream went away mid-call.
+    compatible.handle((_request, response) =>
+      writeSse(response, compatibleToolCall(['{"city": "Paris", "pattern": "\\d+", ', '"unit": "c'], null)),
+    );
+    const stream = client.messages.stream(deepseek);
+    const blocks: Anthropic.ContentBlock[] = [];
+    stream.on('contentBlock', (block) => blocks.push(block));
+    const error = await rejection(stream.finalMessage());
+    assert.match(error.message, /ended before it finished/);
+    assert.deepEqual(blocks, [
+      { type: 'tool_use', id: 'call_1', name: 'get_weather', input: { city: 'Paris' } },
+    ]);
   });
 });

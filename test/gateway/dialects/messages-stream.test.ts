@@ -1,5 +1,6 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
+import { partialParse } from '@anthropic-ai/sdk/_vendor/partial-json-parser/parser';
 import type { GenerationInfo, GenerationSummary } from '../../../src/gateway/dialects/dialect.js';
 import type { MessagesBody } from '../../../src/gateway/dialects/messages/messages-body-schema.js';
 import { messagesDialect } from '../../../src/gateway/dialects/messages/messages-dialect.js';
@@ -69,7 +70,10 @@ function encode(
   return text;
 }
 
-/** What the Anthropic SDK's MessageStream builds from the events (content by block index). */
+/**
+ * What the Anthropic SDK's MessageStream builds from the events (content by block index), tool
+ * input read with its partial-JSON parser.
+ */
 function accumulate(events: any[]) {
   let message: any;
   for (const event of events) {
@@ -92,7 +96,7 @@ function accumulate(events: any[]) {
   }
   for (const block of message.content) {
     if (block.type === 'tool_use' && block.json !== undefined) {
-      block.input = JSON.parse(block.json);
+      block.input = partialParse(block.json);
       delete block.json;
     }
   }
@@ -349,5 +353,65 @@ describe('messages dialect: streaming', () => {
       summary(),
     ) as any;
     assert.deepEqual(streamed, rendered);
+  });
+
+  it("streams a call's arguments only while they are the beginning of a JSON object", () => {
+    const events = readFrames(
+      encode([
+        { type: 'tool-call-start', index: 0, callId: 'toolu_1', name: 'grep' },
+        { type: 'tool-call-delta', index: 0, argumentsDelta: ' \n' },
+        { type: 'tool-call-delta', index: 0, argumentsDelta: '{"path": "src", ' },
+        // A regular expression's backslash the model did not escape: JSON has no \d.
+        { type: 'tool-call-delta', index: 0, argumentsDelta: '"pattern": "\\d+", ' },
+        { type: 'tool-call-delta', index: 0, argumentsDelta: '"limit": 3}' },
+        { type: 'tool-call-end', index: 0 },
+        { type: 'finish', reason: 'tool-calls', nativeReason: 'tool_calls' },
+      ]),
+    );
+    const fragments = events
+      .filter((event) => event.type === 'content_block_delta')
+      .map((event) => event.delta.partial_json);
+    assert.deepEqual(fragments, ['{"path": "src", ', '"pattern": "\\']);
+  });
+
+  it('a call cut by max_tokens or malformed accumulates, read by the SDK, to the JSON result', () => {
+    const cases = [
+      { args: ['{"city": "Paris", ', '"unit": "cel'], input: { city: 'Paris' } },
+      { args: ['{"path": "src", "pattern": "\\d+', '", "limit": 3'], input: { path: 'src' } },
+      { args: ['{"city":"Oslo"}', '{"city":"Oslo"}'], input: { city: 'Oslo' } },
+      { args: ['{"ci'], input: {} },
+    ];
+    for (const { args, input } of cases) {
+      const streamed = accumulate(
+        readFrames(
+          encode([
+            { type: 'tool-call-start', index: 0, callId: 'toolu_9', name: 'tool' },
+            ...args.map(
+              (argumentsDelta): StreamPart => ({ type: 'tool-call-delta', index: 0, argumentsDelta }),
+            ),
+            { type: 'tool-call-end', index: 0 },
+            { type: 'finish', reason: 'length', nativeReason: 'length' },
+          ]),
+        ),
+      );
+      const rendered = messagesDialect.renderResult(
+        body,
+        info,
+        {
+          id: null,
+          model: null,
+          text: '',
+          reasoning: '',
+          toolCalls: [{ callId: 'toolu_9', name: 'tool', arguments: args.join('') }],
+          usage,
+          finishReason: 'length',
+          nativeFinishReason: 'length',
+        },
+        summary(),
+      ) as any;
+      assert.deepEqual(streamed, rendered, args.join(''));
+      assert.deepEqual(rendered.content[0].input, input);
+      assert.equal(rendered.stop_reason, 'max_tokens');
+    }
   });
 });

@@ -11,6 +11,7 @@ import {
   messagesUsage,
   stopReason,
 } from './messages-wire.js';
+import { JsonObjectPrefix } from './tool-input.js';
 
 /**
  * Anthropic names every frame (`event: <type>`) and repeats the type in the data
@@ -24,7 +25,8 @@ type OpenBlock =
   /** `signed` once its signature_delta went out: later reasoning is another block. */
   | { kind: 'thinking'; signed: boolean }
   | { kind: 'redacted' }
-  | { kind: 'tool'; toolIndex: number; ended: boolean };
+  /** `input` reads the call's arguments; `sent` once some of them went out. */
+  | { kind: 'tool'; toolIndex: number; ended: boolean; input: JsonObjectPrefix; sent: boolean };
 
 /** Parts that write into content blocks; the rest (usage, finish, metadata, error) never wait. */
 const isContent = (part: StreamPart) =>
@@ -121,12 +123,19 @@ export function createMessagesStreamEncoder(body: MessagesBody, info: Generation
         openedTools.add(part.index);
         sawToolCall = true;
         return openBlock(
-          { kind: 'tool', toolIndex: part.index, ended: false },
+          { kind: 'tool', toolIndex: part.index, ended: false, input: new JsonObjectPrefix(), sent: false },
           { type: 'tool_use', id: part.callId, name: part.name, input: {} },
         );
-      case 'tool-call-delta':
-        if (open?.kind !== 'tool' || open.toolIndex !== part.index || part.argumentsDelta === '') return '';
-        return delta({ type: 'input_json_delta', partial_json: part.argumentsDelta });
+      case 'tool-call-delta': {
+        if (open?.kind !== 'tool' || open.toolIndex !== part.index) return '';
+        // Only arguments that are still the beginning of a JSON object go out (./tool-input.ts):
+        // past a fault, the SDK's parser would throw. Whitespace before the object is left out.
+        let json = part.argumentsDelta.slice(0, open.input.feed(part.argumentsDelta));
+        if (!open.sent) json = json.trimStart();
+        if (json === '') return '';
+        open.sent = true;
+        return delta({ type: 'input_json_delta', partial_json: json });
+      }
       case 'tool-call-end':
         if (open?.kind !== 'tool' || open.toolIndex !== part.index) return '';
         // The block stays open until something else starts, as Anthropic's blocks do.

@@ -1,4 +1,3 @@
-import { pathTooDeepIn } from '../../../platform/json-depth.js';
 import type { GenerationResult } from '../../../spec/stream-part.js';
 import type { GenerationInfo, GenerationSummary } from '../dialect.js';
 import type { MessagesBody } from './messages-body-schema.js';
@@ -9,6 +8,7 @@ import {
   messagesUsage,
   stopReason,
 } from './messages-wire.js';
+import { toolInput } from './tool-input.js';
 
 export type MessagesResultBlock =
   /** The provider's signature when it signs its reasoning (Anthropic); '' otherwise, which SDKs accept. */
@@ -29,28 +29,6 @@ export interface MessagesResult {
   /** The display name of the provider that answered (the reference adds it to Anthropic's shape). */
   provider: string;
   switchyard_metadata?: Record<string, unknown>;
-}
-
-/**
- * Anthropic's `input` is a JSON object; arguments a model wrote that are not one (cut off by
- * max_tokens, or malformed), or that nest deeper than MAX_JSON_DEPTH (the reply could not be
- * serialized), become `{}` so the reply still parses in a typed client.
- */
-export function toolInput(argumentsText: string): Record<string, unknown> {
-  try {
-    const input: unknown = JSON.parse(argumentsText);
-    if (
-      typeof input === 'object' &&
-      input !== null &&
-      !Array.isArray(input) &&
-      !pathTooDeepIn(argumentsText, input)
-    ) {
-      return input as Record<string, unknown>;
-    }
-  } catch {
-    // Not JSON: fall through to the empty object.
-  }
-  return {};
 }
 
 /** A whole generation as an Anthropic `message`: thinking first, then text, then tool calls. */
