@@ -163,9 +163,10 @@ export interface GenerationRequest {
   responseFormat?: ResponseFormat;
   /**
    * False when the endpoint's catalogue record lists its parameters without `structured_outputs`
-   * (endpoint-request.ts): its model cannot be held to a `json_schema` format. An adapter whose
-   * provider refuses the schema then (Anthropic's models without structured outputs) asks for it
-   * in the instructions instead; the others send the format as they do anyway.
+   * (endpoint-request.ts): its model cannot be held to a `json_schema` format or a strict tool's
+   * schema. An adapter whose provider refuses the schema then (Anthropic's models without
+   * structured outputs) asks for the format in the instructions instead and sends tools without
+   * `strict`; the others send the format and tools as they do anyway.
    */
   structuredOutputs?: false;
   reasoning?: ReasoningOptions;

@@ -24,8 +24,8 @@ const SAMPLING: ReadonlyArray<readonly [keyof GenerationRequest, string]> = [
  * chosen provider does not support (`provider.require_parameters` keeps such endpoints out
  * instead). Reasoning options go only where `reasoning` or `include_reasoning` is listed, and a
  * listed `reasoning` marks the model as one that reasons (`reasoningModel`). A `json_schema` format
- * always goes, marked `structuredOutputs: false` where `structured_outputs` is not listed, for the
- * adapters that must ask for it another way. An endpoint that lists no parameters at all (one
+ * and strict tools always go, marked `structuredOutputs: false` where `structured_outputs` is not
+ * listed, for the adapters that must ask for them another way (or not strictly). An endpoint that lists no parameters at all (one
  * configured without the list) is sent everything.
  */
 export function requestFor(
@@ -46,7 +46,10 @@ export function requestFor(
   ) {
     request.reasoning = undefined;
   }
-  if (request.responseFormat?.type === 'json_schema' && !supported.includes('structured_outputs'))
+  if (
+    (request.responseFormat?.type === 'json_schema' || request.tools?.some((tool) => tool.strict)) &&
+    !supported.includes('structured_outputs')
+  )
     request.structuredOutputs = false;
   return request;
 }

@@ -86,6 +86,18 @@ describe('the request an endpoint is sent', () => {
       { provider_model_id: 'm', supported_parameters: [] },
     );
     assert.equal(bare.structuredOutputs, undefined);
+    // A strict tool is marked the same way; a tool that is not strict is not.
+    const tool = { type: 'function' as const, name: 't', parameters: { type: 'object' } };
+    const strictTool = requestFor(
+      { ...generation, tools: [tool, { ...tool, name: 's', strict: true }] },
+      { provider_model_id: 'claude-sonnet-4', supported_parameters: ['max_tokens', 'tools'] },
+    );
+    assert.equal(strictTool.structuredOutputs, false);
+    const looseTool = requestFor(
+      { ...generation, tools: [tool] },
+      { provider_model_id: 'claude-sonnet-4', supported_parameters: ['max_tokens', 'tools'] },
+    );
+    assert.equal(looseTool.structuredOutputs, undefined);
   });
 
   it('sends everything to an endpoint that lists nothing (configured without a list)', () => {

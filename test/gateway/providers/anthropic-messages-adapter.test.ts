@@ -440,6 +440,62 @@ describe('Anthropic Messages adapter against a fake upstream', () => {
     assert.equal(upstream.requests.at(-1)!.url, '/messages');
   });
 
+  it('sends a strict tool with strict: true and its schema reshaped, where the model and the schema allow it', async () => {
+    upstream.handle((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          id: 'msg_s',
+          type: 'message',
+          role: 'assistant',
+          model: 'claude-sonnet-4-5',
+          content: [{ type: 'text', text: 'ok' }],
+          stop_reason: 'end_turn',
+          usage: { input_tokens: 3, output_tokens: 1 },
+        }),
+      );
+    });
+    const parameters = { type: 'object', properties: { city: { type: 'string', maxLength: 40 } } };
+    const tools = [
+      { type: 'function' as const, name: 'strict_one', parameters, strict: true },
+      { type: 'function' as const, name: 'loose_one', parameters },
+      // A map (other properties following a schema) has no form in the grammar: sent as it is.
+      {
+        type: 'function' as const,
+        name: 'strict_map',
+        parameters: { type: 'object', additionalProperties: { type: 'string' } },
+        strict: true,
+      },
+    ];
+    const send = async (request: Partial<AdapterCall['request']>) => {
+      await adapter.generate(
+        call({
+          request: {
+            model: 'claude-sonnet-4-5',
+            input: [{ type: 'message', role: 'user', content: [{ type: 'text', text: 'Hi' }] }],
+            tools,
+            ...request,
+          },
+        }),
+      );
+      return (upstream.requests.at(-1)!.body as { tools: Array<Record<string, unknown>> }).tools;
+    };
+    const sent = await send({});
+    assert.deepEqual(sent[0], {
+      name: 'strict_one',
+      input_schema: {
+        type: 'object',
+        properties: { city: { type: 'string', description: '{maxLength: 40}' } },
+        additionalProperties: false,
+      },
+      strict: true,
+    });
+    assert.deepEqual(sent[1], { name: 'loose_one', input_schema: parameters });
+    assert.deepEqual(sent[2], { name: 'strict_map', input_schema: tools[2]!.parameters });
+    // A model without structured outputs takes no strict tools: every schema goes as it is.
+    const unlisted = await send({ structuredOutputs: false });
+    assert.deepEqual(unlisted[0], { name: 'strict_one', input_schema: parameters });
+  });
+
   it('sends a json_schema format as output_config.format; JSON the grammar cannot enforce is asked for in the system prompt', async () => {
     upstream.handle((request, response) => {
       if ((request.body as { stream?: boolean }).stream) {

@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import type {
   CacheControl,
   ContentPart,
+  FunctionTool,
   GenerationRequest,
   InputItem,
   ReasoningBlock,
@@ -314,6 +315,27 @@ function inputSchema(name: string, parameters: Record<string, unknown>): Record<
   );
 }
 
+/**
+ * A tool's schema, and `strict: true` where the caller asked for strict arguments and the model
+ * takes structured outputs (strict tool use compiles the schema into the same grammar as an
+ * output format, so it is reshaped the same way). A schema the grammar cannot express goes as it
+ * is, without `strict`: the tool still works, its arguments checked by the model alone, as on a
+ * provider without strict tools.
+ */
+function toolSchema(
+  tool: FunctionTool,
+  grammar: boolean,
+): { input_schema: Record<string, unknown>; strict?: true } {
+  const schema = inputSchema(tool.name, tool.parameters);
+  if (tool.strict !== true || !grammar) return { input_schema: schema };
+  try {
+    return { input_schema: anthropicOutputSchema(schema), strict: true };
+  } catch (error) {
+    if (error instanceof UnsupportedRequestError) return { input_schema: schema };
+    throw error;
+  }
+}
+
 function convertToolChoice(request: GenerationRequest): Record<string, unknown> | undefined {
   const choice = request.toolChoice;
   if (choice === 'none') return { type: 'none' };
@@ -405,7 +427,7 @@ export function convertToAnthropicMessagesRequest(
     body.tools = request.tools.map((tool) => ({
       name: tool.name,
       ...(tool.description !== undefined ? { description: tool.description } : {}),
-      input_schema: inputSchema(tool.name, tool.parameters),
+      ...toolSchema(tool, request.structuredOutputs !== false),
       ...(tool.cacheControl !== undefined ? { cache_control: tool.cacheControl } : {}),
     }));
     // Anthropic rejects tool_choice without tools.
