@@ -494,6 +494,45 @@ describe('Anthropic Messages adapter against a fake upstream', () => {
     // A model without structured outputs takes no strict tools: every schema goes as it is.
     const unlisted = await send({ structuredOutputs: false });
     assert.deepEqual(unlisted[0], { name: 'strict_one', input_schema: parameters });
+
+    // Past Anthropic's limits for one request (20 strict tools, 24 optional parameters, 16 union
+    // types, the output format's schema counted too), no tool goes strict: Anthropic would 400.
+    const strictTool = (name: string, schema: Record<string, unknown> = parameters) => ({
+      type: 'function' as const,
+      name,
+      parameters: schema,
+      strict: true,
+    });
+    const stricts = (sent: Array<Record<string, unknown>>) => sent.filter((tool) => tool.strict).length;
+    const twenty = Array.from({ length: 20 }, (_, index) => strictTool(`t${index}`));
+    assert.equal(stricts(await send({ tools: twenty })), 20);
+    assert.equal(stricts(await send({ tools: [...twenty, strictTool('t20')] })), 0);
+    const optional = (count: number) => ({
+      type: 'object',
+      properties: Object.fromEntries(
+        Array.from({ length: count }, (_, index) => [`p${index}`, { type: 'string' }]),
+      ),
+    });
+    assert.equal(stricts(await send({ tools: [strictTool('a', optional(24))] })), 1);
+    assert.equal(stricts(await send({ tools: [strictTool('a', optional(25))] })), 0);
+    const format = {
+      type: 'json_schema' as const,
+      name: 'f',
+      schema: { type: 'object', properties: { x: { type: 'string' } } },
+    };
+    assert.equal(
+      stricts(await send({ tools: [strictTool('a', optional(24))], responseFormat: format })),
+      0,
+      "the format's optional property is the 25th",
+    );
+    const unions = {
+      type: 'object',
+      required: Array.from({ length: 17 }, (_, index) => `u${index}`),
+      properties: Object.fromEntries(
+        Array.from({ length: 17 }, (_, index) => [`u${index}`, { type: ['string', 'null'] }]),
+      ),
+    };
+    assert.equal(stricts(await send({ tools: [strictTool('u', unions)] })), 0);
   });
 
   it('sends a json_schema format as output_config.format; JSON the grammar cannot enforce is asked for in the system prompt', async () => {

@@ -316,24 +316,64 @@ function inputSchema(name: string, parameters: Record<string, unknown>): Record<
 }
 
 /**
- * A tool's schema, and `strict: true` where the caller asked for strict arguments and the model
- * takes structured outputs (strict tool use compiles the schema into the same grammar as an
- * output format, so it is reshaped the same way). A schema the grammar cannot express goes as it
- * is, without `strict`: the tool still works, its arguments checked by the model alone, as on a
- * provider without strict tools.
+ * Anthropic's limits on what strict tools and a JSON output format compile together in one
+ * request (structured outputs, "schema complexity"): past them it answers a 400. OpenAI's Agents
+ * SDK marks every function tool strict, so a long tool list would otherwise fail outright.
  */
-function toolSchema(
-  tool: FunctionTool,
-  grammar: boolean,
-): { input_schema: Record<string, unknown>; strict?: true } {
-  const schema = inputSchema(tool.name, tool.parameters);
-  if (tool.strict !== true || !grammar) return { input_schema: schema };
-  try {
-    return { input_schema: anthropicOutputSchema(schema), strict: true };
-  } catch (error) {
-    if (error instanceof UnsupportedRequestError) return { input_schema: schema };
-    throw error;
+const STRICT_LIMITS = { tools: 20, optionalParameters: 24, unionParameters: 16 };
+
+/** Optional properties and union-typed nodes in a (reshaped) schema, counted as Anthropic does. */
+function schemaComplexity(schema: unknown, counts = { optional: 0, unions: 0 }) {
+  if (Array.isArray(schema)) {
+    for (const item of schema) schemaComplexity(item, counts);
+    return counts;
   }
+  if (typeof schema !== 'object' || schema === null) return counts;
+  const node = schema as Record<string, unknown>;
+  if (Array.isArray(node.anyOf) || Array.isArray(node.type)) counts.unions += 1;
+  const properties = node.properties;
+  if (typeof properties === 'object' && properties !== null) {
+    const required = new Set(Array.isArray(node.required) ? node.required : []);
+    for (const name of Object.keys(properties)) if (!required.has(name)) counts.optional += 1;
+  }
+  for (const value of Object.values(node)) schemaComplexity(value, counts);
+  return counts;
+}
+
+/**
+ * The tools' schemas, each with `strict: true` where the caller asked for strict arguments and the
+ * model takes structured outputs (strict tool use compiles the schema into the same grammar as an
+ * output format, so it is reshaped the same way). A schema the grammar cannot express goes as it
+ * is, without `strict`, and so do all of them when together (with the output format's schema)
+ * they pass Anthropic's limits: the tools still work, their arguments checked by the model alone,
+ * as on a provider without strict tools.
+ */
+function toolSchemas(
+  tools: FunctionTool[],
+  grammar: boolean,
+  formatSchema: unknown,
+): Array<{ input_schema: Record<string, unknown>; strict?: true }> {
+  const plain = tools.map((tool) => ({ input_schema: inputSchema(tool.name, tool.parameters) }));
+  if (!grammar || !tools.some((tool) => tool.strict === true)) return plain;
+  const schemas: Array<{ input_schema: Record<string, unknown>; strict?: true }> = plain.map(
+    (entry, index) => {
+      if (tools[index]?.strict !== true) return entry;
+      try {
+        return { input_schema: anthropicOutputSchema(entry.input_schema), strict: true };
+      } catch (error) {
+        if (error instanceof UnsupportedRequestError) return entry;
+        throw error;
+      }
+    },
+  );
+  const strict = schemas.filter((entry) => entry.strict);
+  const counts = schemaComplexity(formatSchema);
+  for (const entry of strict) schemaComplexity(entry.input_schema, counts);
+  const within =
+    strict.length <= STRICT_LIMITS.tools &&
+    counts.optional <= STRICT_LIMITS.optionalParameters &&
+    counts.unions <= STRICT_LIMITS.unionParameters;
+  return within ? schemas : plain;
 }
 
 function convertToolChoice(request: GenerationRequest): Record<string, unknown> | undefined {
@@ -424,10 +464,15 @@ export function convertToAnthropicMessagesRequest(
   body.messages = messages;
   if (options.stream) body.stream = true;
   if (request.tools?.length) {
-    body.tools = request.tools.map((tool) => ({
+    const schemas = toolSchemas(
+      request.tools,
+      request.structuredOutputs !== false,
+      (format.config?.format as { schema?: unknown } | undefined)?.schema,
+    );
+    body.tools = request.tools.map((tool, index) => ({
       name: tool.name,
       ...(tool.description !== undefined ? { description: tool.description } : {}),
-      ...toolSchema(tool, request.structuredOutputs !== false),
+      ...schemas[index],
       ...(tool.cacheControl !== undefined ? { cache_control: tool.cacheControl } : {}),
     }));
     // Anthropic rejects tool_choice without tools.
