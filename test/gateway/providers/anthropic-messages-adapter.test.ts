@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
 import { after, before, describe, it } from 'node:test';
 import { createAnthropicMessagesAdapter } from '../../../src/gateway/providers/anthropic/anthropic-messages-adapter.js';
+import { thinkingStyleOf } from '../../../src/gateway/providers/anthropic/convert-to-anthropic-messages-request.js';
 import { createUpstreamHttp } from '../../../src/gateway/providers/shared/upstream-http.js';
 import type { AdapterCall } from '../../../src/spec/provider-adapter.js';
 import { UnsupportedRequestError, UpstreamError } from '../../../src/spec/upstream-error.js';
@@ -323,6 +324,122 @@ describe('Anthropic Messages adapter against a fake upstream', () => {
         { type: 'tool_use', id: 'toolu_2', name: 'weather', input: { city: 'Rome' } },
       ],
     });
+  });
+
+  it('thinks adaptively on the models that take it: 4.6 given an effort, 4.7 and later always', async () => {
+    assert.deepEqual(
+      [
+        'claude-3-7-sonnet-20250219',
+        'claude-sonnet-4-5-20250929',
+        'claude-opus-4-20250514',
+        'claude-opus-4-6',
+        'claude-sonnet-4.6',
+        'claude-opus-4-7',
+        'claude-opus-4-8',
+        'claude-sonnet-5',
+        'claude-fable-5',
+        'claude-opus-5@20260101',
+        'my-claude',
+      ].map(thinkingStyleOf),
+      [
+        'budget',
+        'budget',
+        'budget',
+        'adaptive',
+        'adaptive',
+        'adaptive-only',
+        'adaptive-only',
+        'adaptive-only',
+        'adaptive-only',
+        'adaptive-only',
+        'budget',
+      ],
+    );
+    upstream.handle((request, response) => {
+      const body = request.body as { model: string; thinking?: { type: string } };
+      // As Anthropic answers: a budget is refused from 4.7 on, adaptive thinking before 4.6.
+      const refusal =
+        body.thinking?.type === 'enabled' && thinkingStyleOf(body.model) === 'adaptive-only'
+          ? '"thinking.type.enabled" is not supported for this model. Use "thinking.type.adaptive" and "output_config.effort" to control thinking behavior.'
+          : body.thinking?.type === 'adaptive' && thinkingStyleOf(body.model) === 'budget'
+            ? 'adaptive thinking is not supported on this model'
+            : undefined;
+      if (refusal) {
+        response
+          .writeHead(400, { 'content-type': 'application/json' })
+          .end(JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message: refusal } }));
+        return;
+      }
+      response.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          id: 'msg_a',
+          type: 'message',
+          role: 'assistant',
+          model: body.model,
+          content: [{ type: 'text', text: 'ok' }],
+          stop_reason: 'end_turn',
+          usage: { input_tokens: 3, output_tokens: 1 },
+        }),
+      );
+    });
+    const ask = {
+      type: 'message' as const,
+      role: 'user' as const,
+      content: [{ type: 'text' as const, text: 'Hi' }],
+    };
+    const send = async (model: string, request: Partial<AdapterCall['request']>) => {
+      await adapter.generate(call({ request: { model, input: [ask], ...request } }));
+      return upstream.requests.at(-1)!.body as any;
+    };
+
+    const opus47 = await send('claude-opus-4-7', { reasoning: { effort: 'high' } });
+    assert.deepEqual(opus47.thinking, { type: 'adaptive', display: 'summarized' });
+    assert.deepEqual(opus47.output_config, { effort: 'high' });
+    assert.equal(opus47.max_tokens, 4096 + 16_000, 'the default answer room on top of the level’s budget');
+    // A budget given to a model that refuses one is read as its nearest effort level.
+    const budgeted = await send('claude-opus-4-7', { reasoning: { maxTokens: 3000 }, maxOutputTokens: 9000 });
+    assert.deepEqual(budgeted.thinking, { type: 'adaptive', display: 'summarized' });
+    assert.deepEqual(budgeted.output_config, { effort: 'low' });
+    assert.equal(budgeted.max_tokens, 9000);
+    // Reasoning on with no level (/messages `thinking: {type: "adaptive"}`): the model's own default.
+    const bare = await send('claude-sonnet-5', { reasoning: { enabled: true } });
+    assert.deepEqual(bare.thinking, { type: 'adaptive', display: 'summarized' });
+    assert.equal(bare.output_config, undefined);
+    // Reasoning left out of the answer: the thinking text is omitted, its signature still sent.
+    const hidden = await send('claude-opus-4-8', { reasoning: { effort: 'minimal', include: false } });
+    assert.deepEqual(hidden.thinking, { type: 'adaptive', display: 'omitted' });
+    assert.deepEqual(hidden.output_config, { effort: 'low' });
+    // 4.6 thinks adaptively given an effort, and still takes a budget given one.
+    assert.deepEqual((await send('claude-sonnet-4-6', { reasoning: { effort: 'max' } })).thinking, {
+      type: 'adaptive',
+      display: 'summarized',
+    });
+    assert.deepEqual((await send('claude-opus-4-6', { reasoning: { maxTokens: 2048 } })).thinking, {
+      type: 'enabled',
+      budget_tokens: 2048,
+    });
+    // Before 4.6, a budget as before; off is off everywhere.
+    assert.deepEqual((await send('claude-sonnet-4-5', { reasoning: { effort: 'medium' } })).thinking, {
+      type: 'enabled',
+      budget_tokens: 10_000,
+    });
+    const off = await send('claude-opus-4-7', { reasoning: { effort: 'none' } });
+    assert.equal(off.thinking, undefined);
+    assert.equal(off.output_config, undefined);
+    // The effort sits beside an output format in output_config; sampling goes as with any thinking.
+    const formatted = await send('claude-opus-4-7', {
+      reasoning: { effort: 'medium' },
+      temperature: 0.5,
+      responseFormat: { type: 'json_schema', name: 'x', schema: { type: 'object', properties: {} } },
+    });
+    assert.deepEqual(formatted.output_config, {
+      format: {
+        type: 'json_schema',
+        schema: { type: 'object', properties: {}, additionalProperties: false },
+      },
+      effort: 'medium',
+    });
+    assert.equal(formatted.temperature, undefined);
   });
 
   it('maps tool choice, thinking budgets and the version header override', async () => {

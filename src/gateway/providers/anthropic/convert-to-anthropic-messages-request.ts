@@ -263,18 +263,90 @@ function systemPrompt(sections: SystemSection[]): string | AnthropicContentBlock
   return sections.map((section) => withCache({ type: 'text', text: section.text }, section.cacheControl));
 }
 
+/** How a Claude model takes thinking, by its version in the model id (`claude-opus-4-7`, `claude-3-7-sonnet-…`). */
+type ThinkingStyle = 'budget' | 'adaptive' | 'adaptive-only';
+
 /**
- * The thinking budget and the `max_tokens` that goes with it. Anthropic counts thinking inside
- * `max_tokens` and requires budget < max_tokens. A budget the caller gave is sent as is (a
- * conflict is theirs to hear about from Anthropic); one derived from an effort level is ours, so
- * it takes at most three quarters of the caller's `maxOutputTokens`, and is dropped when that
- * leaves less than the 1024 minimum. With no `maxOutputTokens`, the default answer room comes on
- * top of the budget.
+ * Claude 4.6 models take adaptive thinking (`{type: "adaptive"}` with `output_config.effort`) and
+ * still a token budget; from 4.7 on (Opus 4.7, 4.8, the Claude 5 family) a budget is refused
+ * ("thinking.type.enabled is not supported for this model"); before 4.6 only a budget is taken
+ * ("adaptive thinking is not supported on this model").
  */
-function planThinking(request: GenerationRequest): { budget: number | undefined; maxTokens: number } {
+export function thinkingStyleOf(model: string): ThinkingStyle {
+  const version = /^claude-(?:[a-z]+-)?(\d+)(?:[-.](\d{1,2}))?(?:[-.@]|$)/.exec(model);
+  if (!version) return 'budget';
+  const major = Number(version[1]);
+  const minor = version[2] === undefined ? 0 : Number(version[2]);
+  if (major > 4 || (major === 4 && minor >= 7)) return 'adaptive-only';
+  return major === 4 && minor === 6 ? 'adaptive' : 'budget';
+}
+
+/** Effort levels as Anthropic's `output_config.effort` names them. */
+const ANTHROPIC_EFFORTS = {
+  minimal: 'low',
+  low: 'low',
+  medium: 'medium',
+  high: 'high',
+  xhigh: 'xhigh',
+  max: 'max',
+} as const;
+
+/** A token budget as the effort level nearest to it (EFFORT_BUDGETS read backwards). */
+function effortForBudget(budget: number): keyof typeof ANTHROPIC_EFFORTS {
+  if (budget <= EFFORT_BUDGETS.low) return 'low';
+  if (budget <= EFFORT_BUDGETS.medium) return 'medium';
+  if (budget <= EFFORT_BUDGETS.high) return 'high';
+  return budget <= EFFORT_BUDGETS.xhigh ? 'xhigh' : 'max';
+}
+
+interface ThinkingPlan {
+  /** The `thinking` object, when the model thinks. */
+  thinking?: Record<string, unknown>;
+  /** `output_config.effort`, for adaptive thinking. */
+  effort?: string;
+  maxTokens: number;
+}
+
+/**
+ * The thinking, and the `max_tokens` that goes with it. Anthropic counts thinking inside
+ * `max_tokens`. With a budget (models before 4.6, or a 4.6 model given one), budget < max_tokens
+ * is required: a budget the caller gave is sent as is (a conflict is theirs to hear about from
+ * Anthropic); one derived from an effort level is ours, so it takes at most three quarters of the
+ * caller's `maxOutputTokens`, and is dropped when that leaves less than the 1024 minimum. Adaptive
+ * thinking (4.6 given an effort or none, 4.7 and later always) goes with the effort level, a
+ * budget given to a model that refuses one read as its nearest level, and `display: "summarized"`
+ * (the newer models default to omitting the thinking text) or `"omitted"` when the caller left
+ * reasoning out. With no `maxOutputTokens`, the default answer room comes on top of the budget
+ * (for adaptive thinking, the budget of its effort level).
+ */
+function planThinking(request: GenerationRequest): ThinkingPlan {
   const explicitMax = request.maxOutputTokens;
-  const budget = thinkingBudget(request.reasoning, explicitMax);
-  return { budget, maxTokens: explicitMax ?? DEFAULT_MAX_TOKENS + (budget ?? 0) };
+  const reasoning = request.reasoning;
+  const style = thinkingStyleOf(request.model);
+  const on =
+    reasoning !== undefined &&
+    reasoning.enabled !== false &&
+    reasoning.effort !== 'none' &&
+    (reasoning.enabled === true || reasoning.effort !== undefined || reasoning.maxTokens !== undefined);
+  if (on && (style === 'adaptive-only' || (style === 'adaptive' && reasoning.maxTokens === undefined))) {
+    const level =
+      reasoning.effort !== undefined && reasoning.effort !== 'none'
+        ? reasoning.effort
+        : reasoning.maxTokens !== undefined
+          ? effortForBudget(reasoning.maxTokens)
+          : undefined;
+    const room = level === undefined ? EFFORT_BUDGETS.medium : EFFORT_BUDGETS[level];
+    return {
+      thinking: { type: 'adaptive', display: reasoning.include === false ? 'omitted' : 'summarized' },
+      ...(level !== undefined ? { effort: ANTHROPIC_EFFORTS[level] } : {}),
+      maxTokens: explicitMax ?? DEFAULT_MAX_TOKENS + room,
+    };
+  }
+  const budget = thinkingBudget(reasoning, explicitMax);
+  return {
+    ...(budget !== undefined ? { thinking: { type: 'enabled', budget_tokens: budget } } : {}),
+    maxTokens: explicitMax ?? DEFAULT_MAX_TOKENS + (budget ?? 0),
+  };
 }
 
 function thinkingBudget(reasoning: ReasoningOptions | undefined, explicitMax: number | undefined) {
@@ -448,11 +520,11 @@ export function convertToAnthropicMessagesRequest(
   // request goes without thinking, which it accepts, rather than failing.
   const forcesTool = request.toolChoice === 'required' || typeof request.toolChoice === 'object';
   if (
-    thinking.budget !== undefined &&
+    thinking.thinking !== undefined &&
     ((forcesTool && request.tools?.length) || lastToolTurnUnsigned(messages))
   )
-    thinking = { budget: undefined, maxTokens: request.maxOutputTokens ?? DEFAULT_MAX_TOKENS };
-  const thinks = thinking.budget !== undefined;
+    thinking = { maxTokens: request.maxOutputTokens ?? DEFAULT_MAX_TOKENS };
+  const thinks = thinking.thinking !== undefined;
   // Thinking stays: the grammar holds the answer only, not the thinking before it.
   const format = outputFormat(
     request.responseFormat,
@@ -497,8 +569,12 @@ export function convertToAnthropicMessagesRequest(
   if (request.topK !== undefined && !thinks) body.top_k = request.topK;
   if (request.stop?.length) body.stop_sequences = request.stop;
   if (request.user !== undefined) body.metadata = { user_id: request.user };
-  if (thinking.budget !== undefined) body.thinking = { type: 'enabled', budget_tokens: thinking.budget };
-  if (format.config !== undefined) body.output_config = format.config;
+  if (thinking.thinking !== undefined) body.thinking = thinking.thinking;
+  if (format.config !== undefined || thinking.effort !== undefined)
+    body.output_config = {
+      ...format.config,
+      ...(thinking.effort !== undefined ? { effort: thinking.effort } : {}),
+    };
   if (request.cacheControl !== undefined) body.cache_control = request.cacheControl;
   return body;
 }
