@@ -171,8 +171,9 @@ export interface GenerationRequest {
   structuredOutputs?: false;
   reasoning?: ReasoningOptions;
   /**
-   * The endpoint's model reasons (its catalogue record lists `reasoning`), whether or not this
-   * request asks for reasoning options: set per endpoint (endpoint-request.ts), never by a dialect.
+   * Whether the endpoint's model reasons (its catalogue record lists `reasoning`), whether or not
+   * this request asks for reasoning options; unknown (absent) for an endpoint configured without a
+   * parameter list. Set per endpoint (endpoint-request.ts), never by a dialect.
    */
   reasoningModel?: boolean;
   /** End-user identifier, forwarded where the provider accepts one. */

@@ -23,7 +23,8 @@ const SAMPLING: ReadonlyArray<readonly [keyof GenerationRequest, string]> = [
  * catalogue record does not list left out, as the reference's gateway ignores a parameter the
  * chosen provider does not support (`provider.require_parameters` keeps such endpoints out
  * instead). Reasoning options go only where `reasoning` or `include_reasoning` is listed, and a
- * listed `reasoning` marks the model as one that reasons (`reasoningModel`). A `json_schema` format
+ * listed `reasoning` marks the model as one that reasons (`reasoningModel`; false where the list
+ * leaves it out). A `json_schema` format
  * and strict tools always go, marked `structuredOutputs: false` where `structured_outputs` is not
  * listed, for the adapters that must ask for them another way (or not strictly). An endpoint that lists no parameters at all (one
  * configured without the list) is sent everything.
@@ -35,7 +36,7 @@ export function requestFor(
   const request: GenerationRequest = { ...generation, model: endpoint.provider_model_id };
   const supported = endpoint.supported_parameters;
   if (supported.length === 0) return request;
-  if (supported.includes('reasoning')) request.reasoningModel = true;
+  request.reasoningModel = supported.includes('reasoning');
   for (const [field, name] of SAMPLING) {
     if (request[field] !== undefined && !supported.includes(name)) request[field] = undefined as never;
   }

@@ -42,7 +42,7 @@ describe('the request an endpoint is sent', () => {
     assert.equal(gpt4o.temperature, 0.3);
     // A listed `reasoning` marks a model that reasons, asked for reasoning or not.
     assert.equal(gpt5.reasoningModel, true);
-    assert.equal(gpt4o.reasoningModel, undefined);
+    assert.equal(gpt4o.reasoningModel, false);
     const { reasoning: _left, ...plain } = generation;
     assert.equal(
       requestFor(plain, { provider_model_id: 'gpt-5', supported_parameters: ['reasoning'] }).reasoningModel,

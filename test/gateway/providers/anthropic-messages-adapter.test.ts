@@ -760,20 +760,36 @@ describe('Anthropic Messages adapter against a fake upstream', () => {
     assert.equal(text.output_config, undefined);
     assert.equal(text.system, 'Be brief.');
 
-    // A schema Anthropic's grammar cannot express is refused before anything is sent.
-    const before = upstream.requests.length;
+    // A schema Anthropic's grammar cannot express (a value of any type: zod's z.any(), Pydantic's
+    // Any), or one past its complexity limits, is asked for in the instructions: Anthropic would
+    // refuse the format.
     const untyped = {
       type: 'json_schema' as const,
       name: 'any',
       schema: { type: 'object', properties: { x: {} } },
     };
-    await assert.rejects(
-      send({ responseFormat: untyped }),
-      (caught: unknown) =>
-        caught instanceof UnsupportedRequestError && /#\/properties\/x/.test(caught.message),
+    for (const stream of [false, true]) {
+      const sent = await send({ responseFormat: untyped, instructions: undefined }, stream);
+      assert.equal(sent.output_config, undefined);
+      assert.match(sent.system, /^Respond with one JSON value .* "any": \{"type":"object"/);
+    }
+    const wide = {
+      type: 'json_schema' as const,
+      name: 'wide',
+      schema: {
+        type: 'object',
+        properties: Object.fromEntries(
+          Array.from({ length: 30 }, (_, index) => [`field${index}`, { type: 'string' }]),
+        ),
+      },
+    };
+    const tooWide = await send({ responseFormat: wide });
+    assert.equal(
+      tooWide.output_config,
+      undefined,
+      '30 optional parameters are past the 24 Anthropic compiles',
     );
-    await assert.rejects(send({ responseFormat: untyped }, true), UnsupportedRequestError);
-    assert.equal(upstream.requests.length, before, 'nothing was sent');
+    assert.match(tooWide.system, /"wide"/);
   });
 
   it('rejects function-call arguments that are not a JSON object as the caller’s error', async () => {

@@ -697,6 +697,7 @@ describe('OpenAI Responses adapter: encrypted reasoning', () => {
               functionCallItem,
               encrypted('rs_3'),
               { ...functionCallItem, id: 'fc_2', call_id: 'call_2' },
+              encrypted('rs_4'),
             ],
             usage,
           }),
@@ -711,6 +712,8 @@ describe('OpenAI Responses adapter: encrypted reasoning', () => {
       { text: '', redactedData: 'gAAAAABrs_1', format: 'openai-responses-v1' },
       { text: '', redactedData: 'gAAAAABrs_2', format: 'openai-responses-v1', beforeToolCall: 0 },
       { text: '', redactedData: 'gAAAAABrs_3', format: 'openai-responses-v1', beforeToolCall: 1 },
+      // After the last call it stays after it.
+      { text: '', redactedData: 'gAAAAABrs_4', format: 'openai-responses-v1', beforeToolCall: 2 },
     ]);
 
     // xAI's values are its own format.
@@ -769,6 +772,15 @@ describe('OpenAI Responses adapter: encrypted reasoning', () => {
     ]);
     // Sending reasoning back means the model reasons: its next reasoning is asked for too.
     assert.deepEqual(sent.include, ['reasoning.encrypted_content']);
+
+    // A model that does not reason (gpt-4.1 after gpt-5 in one conversation) refuses reasoning items.
+    await openAi.generate(call({ model: 'gpt-4.1', input, reasoningModel: false }));
+    const toPlain = upstream.requests.at(-1)!.body as Record<string, unknown>;
+    assert.equal(
+      (toPlain.input as Array<Record<string, unknown>>).some((item) => item.type === 'reasoning'),
+      false,
+    );
+    assert.equal('include' in toPlain, false);
 
     await xAi.generate(call({ input }));
     const toXai = (upstream.requests.at(-1)!.body as Record<string, unknown>).input as Array<

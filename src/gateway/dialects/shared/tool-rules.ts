@@ -21,9 +21,10 @@ export function allowedTools(
   declared: FunctionTool[] | undefined,
   listed: Array<{ name: string; field: string }>,
 ): FunctionTool[] {
+  // A set, so that a long list against many tools stays linear.
+  const declaredNames = new Set((declared ?? []).map((tool) => tool.name));
   for (const { name, field } of listed) {
-    if (!declared?.some((tool) => tool.name === name))
-      throw invalidParameter(field, `names no tool of body.tools: '${name}'`);
+    if (!declaredNames.has(name)) throw invalidParameter(field, `names no tool of body.tools: '${name}'`);
   }
   const names = new Set(listed.map((entry) => entry.name));
   return (declared ?? []).filter((tool) => names.has(tool.name));

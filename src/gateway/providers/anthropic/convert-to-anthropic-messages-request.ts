@@ -481,7 +481,8 @@ function outputFormat(
       format.description !== undefined && format.schema.description === undefined
         ? { description: format.description, ...format.schema }
         : format.schema;
-    return { config: { format: { type: 'json_schema', schema: anthropicOutputSchema(schema) } } };
+    const grammar = grammarSchema(schema);
+    if (grammar !== undefined) return { config: { format: { type: 'json_schema', schema: grammar } } };
   }
   const only = 'and nothing else: no text before or after it, no Markdown code fence';
   if (format.type === 'json_object') return { instruction: `Respond with one JSON object ${only}.` };
@@ -489,6 +490,25 @@ function outputFormat(
   return {
     instruction: `Respond with one JSON value ${only}. It must conform to this JSON Schema, ${JSON.stringify(format.name)}${about}: ${JSON.stringify(format.schema)}`,
   };
+}
+
+/**
+ * A format's schema as the grammar takes it, or undefined when it cannot: a schema the subset has
+ * no form for (`{}` for any value, a map, a tuple) or one past Anthropic's complexity limits, which
+ * it would refuse with a 400. Such a format is asked for in the instructions instead.
+ */
+function grammarSchema(schema: Record<string, unknown>): Record<string, unknown> | undefined {
+  let reshaped: Record<string, unknown>;
+  try {
+    reshaped = anthropicOutputSchema(schema);
+  } catch (error) {
+    if (error instanceof UnsupportedRequestError) return undefined;
+    throw error;
+  }
+  const counts = schemaComplexity(reshaped);
+  return counts.optional <= STRICT_LIMITS.optionalParameters && counts.unions <= STRICT_LIMITS.unionParameters
+    ? reshaped
+    : undefined;
 }
 
 /** The system prompt with one more section after the client's. */

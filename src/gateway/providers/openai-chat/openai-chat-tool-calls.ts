@@ -35,6 +35,14 @@ interface Call {
 export function createToolCallReader() {
   const calls: Call[] = [];
   const upstreamIndexes = new Map<number, number>();
+  /** Calls before this one have all started: a stream of many calls is read in linear time. */
+  let firstUnstarted = 0;
+  const startEarlier = (out: ToolCallPart[]): void => {
+    for (; firstUnstarted < calls.length; firstUnstarted += 1) {
+      const earlier = calls[firstUnstarted] as Call;
+      if (!earlier.started) start(earlier, out);
+    }
+  };
 
   const start = (call: Call, out: ToolCallPart[]): void => {
     call.started = true;
@@ -50,13 +58,18 @@ export function createToolCallReader() {
       const known = upstreamIndexes.get(delta.index);
       let call = known === undefined ? undefined : calls[known];
       // A new call under an index in use names itself (id and function name); a server that varies
-      // the id of one call's continuation chunks sends no name with them.
+      // the id of one call's continuation chunks sends no name with them. After a call that came
+      // without an id, a delta with an id and another name is a new call (one that repeats the
+      // name on every chunk, with an id arriving late, is the same call).
       const takesOver =
-        call?.ownId === true && delta.id !== undefined && delta.id !== call.id && delta.name !== undefined;
+        call !== undefined &&
+        delta.id !== undefined &&
+        delta.name !== undefined &&
+        (call.ownId ? delta.id !== call.id : call.started && delta.name !== call.name);
       if (call === undefined || takesOver) {
         // The calls before it start now, in order. The one it takes the index from can get no more
         // arguments: it ends now, so a client is not kept waiting for its end until the stream's.
-        for (const earlier of calls) if (!earlier.started) start(earlier, out);
+        startEarlier(out);
         if (takesOver && call) {
           call.ended = true;
           out.push({ type: 'tool-call-end', index: call.index });
@@ -97,7 +110,7 @@ export function createToolCallReader() {
     /** At the end of the stream: held calls start with what is known, and every call ends. */
     end(): ToolCallPart[] {
       const out: ToolCallPart[] = [];
-      for (const call of calls) if (!call.started) start(call, out);
+      startEarlier(out);
       for (const call of calls) if (!call.ended) out.push({ type: 'tool-call-end', index: call.index });
       return out;
     },

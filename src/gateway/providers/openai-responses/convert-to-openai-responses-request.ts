@@ -57,9 +57,9 @@ function convertAssistantPart(part: ContentPart): { type: 'output_text'; text: s
  */
 function reasoningItemsOf(
   reasoning: ReasoningBlock[] | undefined,
-  format: ReasoningFormat,
+  format: ReasoningFormat | null,
 ): ResponsesInputItem[] {
-  if (!reasoning) return [];
+  if (!reasoning || format === null) return [];
   const items: ResponsesInputItem[] = [];
   for (const block of reasoning) {
     if (block.format === format && block.redactedData)
@@ -82,11 +82,11 @@ function convertInputItem(item: InputItem): ResponsesInputItem {
 
 /**
  * Input items → Responses input items, one for one (the Responses input is already a list of
- * items), each after the encrypted reasoning of `format` that came before it.
+ * items), each after the encrypted reasoning of `format` that came before it (none with null).
  */
 export function convertToOpenAiResponsesInput(
   input: InputItem[],
-  format: ReasoningFormat = 'openai-responses-v1',
+  format: ReasoningFormat | null = 'openai-responses-v1',
 ): ResponsesInputItem[] {
   const items: ResponsesInputItem[] = [];
   for (const item of input) {
@@ -127,7 +127,12 @@ export function convertToOpenAiResponsesRequest(
   const format = options.reasoningFormat ?? 'openai-responses-v1';
   const body: Record<string, unknown> = { model: request.model };
   if (request.instructions) body.instructions = request.instructions;
-  const input = convertToOpenAiResponsesInput(mediaAfterResults(request.input), format);
+  // A model that does not reason refuses reasoning items ("can only be provided to a reasoning or
+  // computer use model"): a conversation begun on gpt-5 and continued on gpt-4.1 leaves them out.
+  const input = convertToOpenAiResponsesInput(
+    mediaAfterResults(request.input),
+    request.reasoningModel === false ? null : format,
+  );
   body.input = input;
   // The gateway keeps no upstream state: every request carries its whole conversation, and
   // nothing is left on OpenAI's side for a `previous_response_id` to refer to.
@@ -180,8 +185,8 @@ export function convertToOpenAiResponsesRequest(
   // turn; a model that does not refuses the include ("Encrypted content is not supported").
   if (
     request.reasoningModel === true ||
-    request.reasoning !== undefined ||
-    input.some((item) => item.type === 'reasoning')
+    (request.reasoningModel === undefined &&
+      (request.reasoning !== undefined || input.some((item) => item.type === 'reasoning')))
   )
     body.include = ['reasoning.encrypted_content'];
   if (request.user !== undefined) body.user = request.user;

@@ -99,7 +99,9 @@ export function createOpenAiResponsesAdapter(options: {
         nativeFinishReason: null,
       };
       const blocks: NonNullable<GenerationResult['reasoningBlocks']> = [];
-      // Encrypted reasoning not yet followed by a function call: it goes back with the next one.
+      // Encrypted reasoning before the first function call goes back with it (or, when text comes
+      // first, before the text); after a call, it is placed before the next one, or after the
+      // last, as the stream has it and as Anthropic's thinking is placed.
       let unplaced: typeof blocks = [];
       for (const item of reply.output) {
         if (item.type === 'message') {
@@ -109,9 +111,10 @@ export function createOpenAiResponsesAdapter(options: {
         } else if (item.type === 'reasoning') {
           reasoning.push(...item.texts);
           if (item.encryptedContent !== undefined) {
-            const block = { text: '', redactedData: item.encryptedContent, format };
+            const block: (typeof blocks)[number] = { text: '', redactedData: item.encryptedContent, format };
+            if (result.toolCalls.length > 0) block.beforeToolCall = result.toolCalls.length;
+            else unplaced.push(block);
             blocks.push(block);
-            unplaced.push(block);
           }
         } else if (item.type === 'function_call') {
           for (const block of unplaced) block.beforeToolCall = result.toolCalls.length;

@@ -1,0 +1,49 @@
+import assert from 'node:assert/strict';
+import { describe, it } from 'node:test';
+import { createToolCallReader } from '../../../src/gateway/providers/openai-chat/openai-chat-tool-calls.js';
+
+// The reader alone, for shapes that are awkward to stream from a fake upstream; the adapter's
+// tests (openai-chat-adapter.test.ts) and test/gateway/inference/streamed-tool-calls.test.ts drive
+// it through real streams.
+describe('OpenAI-compatible tool-call reader', () => {
+  it('reads a delta with an id and another name under the index of a call that had no id as a new call', () => {
+    const reader = createToolCallReader();
+    const parts = [
+      ...reader.read({ index: 0, name: 'f', arguments: '{"x":1}' }),
+      ...reader.read({ index: 0, id: 'c2', name: 'g', arguments: '{"y":2}' }),
+      ...reader.end(),
+    ];
+    assert.deepEqual(parts, [
+      { type: 'tool-call-start', index: 0, callId: 'call_0', name: 'f' },
+      { type: 'tool-call-delta', index: 0, argumentsDelta: '{"x":1}' },
+      { type: 'tool-call-end', index: 0 },
+      { type: 'tool-call-start', index: 1, callId: 'c2', name: 'g' },
+      { type: 'tool-call-delta', index: 1, argumentsDelta: '{"y":2}' },
+      { type: 'tool-call-end', index: 1 },
+    ]);
+  });
+
+  it('keeps one call when its name is repeated on every chunk and its id comes late', () => {
+    const reader = createToolCallReader();
+    const parts = [
+      ...reader.read({ index: 0, name: 'f', arguments: '{"x":' }),
+      ...reader.read({ index: 0, id: 'c1', name: 'f', arguments: '1}' }),
+      ...reader.end(),
+    ];
+    assert.deepEqual(
+      parts.map((part) => part.type),
+      ['tool-call-start', 'tool-call-delta', 'tool-call-delta', 'tool-call-end'],
+    );
+  });
+
+  it('reads many calls in linear time: each start looks at the calls not yet started only', () => {
+    const reader = createToolCallReader();
+    let starts = 0;
+    for (let index = 0; index < 50_000; index += 1) {
+      for (const part of reader.read({ index, id: `c${index}`, name: 'f', arguments: '{}' }))
+        if (part.type === 'tool-call-start') starts += 1;
+    }
+    assert.equal(starts, 50_000);
+    assert.equal(reader.end().length, 50_000, 'every call ends');
+  });
+});
