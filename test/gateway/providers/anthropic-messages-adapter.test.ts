@@ -356,14 +356,23 @@ describe('Anthropic Messages adapter against a fake upstream', () => {
       ],
     );
     upstream.handle((request, response) => {
-      const body = request.body as { model: string; thinking?: { type: string } };
-      // As Anthropic answers: a budget is refused from 4.7 on, adaptive thinking before 4.6.
+      const body = request.body as {
+        model: string;
+        thinking?: { type: string };
+        output_config?: { effort?: string };
+      };
+      // As Anthropic answers (its rules written out here, not the adapter's): a budget is refused
+      // from 4.7 on, adaptive thinking before 4.6, and `xhigh` on 4.6.
+      const newest = /^claude-(opus-4-[78]|[a-z]+-5)/.test(body.model);
+      const is46 = /^claude-[a-z]+-4[-.]6/.test(body.model);
       const refusal =
-        body.thinking?.type === 'enabled' && thinkingStyleOf(body.model) === 'adaptive-only'
+        body.thinking?.type === 'enabled' && newest
           ? '"thinking.type.enabled" is not supported for this model. Use "thinking.type.adaptive" and "output_config.effort" to control thinking behavior.'
-          : body.thinking?.type === 'adaptive' && thinkingStyleOf(body.model) === 'budget'
+          : body.thinking?.type === 'adaptive' && !newest && !is46
             ? 'adaptive thinking is not supported on this model'
-            : undefined;
+            : body.output_config?.effort === 'xhigh' && is46
+              ? "This model does not support effort level 'xhigh'. Supported levels: high, low, max, medium"
+              : undefined;
       if (refusal) {
         response
           .writeHead(400, { 'content-type': 'application/json' })
@@ -418,6 +427,17 @@ describe('Anthropic Messages adapter against a fake upstream', () => {
       type: 'enabled',
       budget_tokens: 2048,
     });
+    // 4.6 takes no xhigh: its highest level is max.
+    const xhigh46 = await send('claude-opus-4-6', { reasoning: { effort: 'xhigh' } });
+    assert.deepEqual(xhigh46.output_config, { effort: 'max' });
+    assert.deepEqual((await send('claude-opus-4-7', { reasoning: { effort: 'xhigh' } })).output_config, {
+      effort: 'xhigh',
+    });
+    // A cap too small to think in goes without thinking, as with a budget.
+    const tiny = await send('claude-opus-4-7', { reasoning: { effort: 'high' }, maxOutputTokens: 50 });
+    assert.equal(tiny.thinking, undefined);
+    assert.equal(tiny.output_config, undefined);
+    assert.equal(tiny.max_tokens, 50);
     // Before 4.6, a budget as before; off is off everywhere.
     assert.deepEqual((await send('claude-sonnet-4-5', { reasoning: { effort: 'medium' } })).thinking, {
       type: 'enabled',
@@ -650,6 +670,16 @@ describe('Anthropic Messages adapter against a fake upstream', () => {
       ),
     };
     assert.equal(stricts(await send({ tools: [strictTool('u', unions)] })), 0);
+    // A property named `properties` is one required parameter, not a schema map to count.
+    const named = {
+      type: 'object',
+      required: ['properties'],
+      properties: { properties: { type: 'object', properties: { a: { type: 'string' } }, required: ['a'] } },
+    };
+    assert.equal(
+      stricts(await send({ tools: Array.from({ length: 7 }, (_, index) => strictTool(`n${index}`, named)) })),
+      7,
+    );
   });
 
   it('sends a json_schema format as output_config.format; JSON the grammar cannot enforce is asked for in the system prompt', async () => {

@@ -160,6 +160,27 @@ describe("a response format's schema as Anthropic's structured outputs take it",
       },
       /at #\/properties\/scores: objects must be closed/,
     );
+    // An open object with no properties of its own (Pydantic's dict[str, Any], zod's
+    // z.record(z.any())): closing it would allow only {} too.
+    for (const additionalProperties of [true, {}])
+      refused(
+        { type: 'object', properties: { meta: { type: 'object', additionalProperties } } },
+        /at #\/properties\/meta: objects must be closed/,
+      );
+    // One with properties of its own is closed, keeping what it describes; an empty one is {}.
+    assert.deepEqual(
+      anthropicOutputSchema({
+        type: 'object',
+        properties: { a: { type: 'string' } },
+        additionalProperties: true,
+      }),
+      { type: 'object', properties: { a: { type: 'string' } }, additionalProperties: false },
+    );
+    assert.deepEqual(anthropicOutputSchema({ type: 'object' }), {
+      type: 'object',
+      properties: {},
+      additionalProperties: false,
+    });
     refused(
       { type: 'object', properties: { a: { $ref: 'https://example.com/a.json' } } },
       /only references inside the schema/,

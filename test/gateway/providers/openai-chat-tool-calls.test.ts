@@ -36,7 +36,7 @@ describe('OpenAI-compatible tool-call reader', () => {
     );
   });
 
-  it('reads many calls in linear time: each start looks at the calls not yet started only', () => {
+  it('reads 50,000 calls, each started once and ended once', () => {
     const reader = createToolCallReader();
     let starts = 0;
     for (let index = 0; index < 50_000; index += 1) {

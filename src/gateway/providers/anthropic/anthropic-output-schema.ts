@@ -118,11 +118,16 @@ function reshape(node: unknown, path: string): Schema {
         reshape(property, `${path}/properties/${name}`),
       ]),
     );
-    // Absent or `true` means open; Anthropic takes closed objects only, and closing one keeps
-    // what it describes. A schema for the other properties (a map, zod's record) would become an
-    // object that can hold nothing.
+    // Absent or `true` means open; Anthropic takes closed objects only, and closing one with
+    // properties keeps what it describes. A schema for the other properties (a map, zod's record),
+    // or an open object with no properties of its own (Pydantic's `dict[str, Any]`, zod's
+    // `z.record(z.any())`), would become an object that can hold nothing.
     const additional = take('additionalProperties');
-    if (isSchema(additional) && Object.keys(additional).length > 0)
+    const declared = Object.keys(properties).length > 0;
+    if (
+      (isSchema(additional) && Object.keys(additional).length > 0) ||
+      (!declared && additional !== false && additional !== undefined)
+    )
       return refuse(path, 'objects must be closed (additionalProperties false), not hold other properties');
     out.additionalProperties = false;
     const required = take('required');

@@ -281,7 +281,10 @@ export function thinkingStyleOf(model: string): ThinkingStyle {
   return major === 4 && minor === 6 ? 'adaptive' : 'budget';
 }
 
-/** Effort levels as Anthropic's `output_config.effort` names them. */
+/**
+ * Effort levels as Anthropic's `output_config.effort` names them. The 4.6 models take no `xhigh`
+ * ("This model does not support effort level 'xhigh'"): theirs is `max` (ADAPTIVE_46_EFFORTS).
+ */
 const ANTHROPIC_EFFORTS = {
   minimal: 'low',
   low: 'low',
@@ -290,6 +293,7 @@ const ANTHROPIC_EFFORTS = {
   xhigh: 'xhigh',
   max: 'max',
 } as const;
+const ADAPTIVE_46_EFFORTS = { ...ANTHROPIC_EFFORTS, xhigh: 'max' } as const;
 
 /** A token budget as the effort level nearest to it (EFFORT_BUDGETS read backwards). */
 function effortForBudget(budget: number): keyof typeof ANTHROPIC_EFFORTS {
@@ -329,6 +333,10 @@ function planThinking(request: GenerationRequest): ThinkingPlan {
     reasoning.effort !== 'none' &&
     (reasoning.enabled === true || reasoning.effort !== undefined || reasoning.maxTokens !== undefined);
   if (on && (style === 'adaptive-only' || (style === 'adaptive' && reasoning.maxTokens === undefined))) {
+    // As with a budget: a cap too small to think in (three quarters under 1024) leaves no room for
+    // an answer after thinking, so the request goes without.
+    if (explicitMax !== undefined && thinkingRoom(explicitMax) < MIN_THINKING_BUDGET)
+      return { maxTokens: explicitMax };
     const level =
       reasoning.effort !== undefined && reasoning.effort !== 'none'
         ? reasoning.effort
@@ -338,7 +346,9 @@ function planThinking(request: GenerationRequest): ThinkingPlan {
     const room = level === undefined ? EFFORT_BUDGETS.medium : EFFORT_BUDGETS[level];
     return {
       thinking: { type: 'adaptive', display: reasoning.include === false ? 'omitted' : 'summarized' },
-      ...(level !== undefined ? { effort: ANTHROPIC_EFFORTS[level] } : {}),
+      ...(level !== undefined
+        ? { effort: (style === 'adaptive' ? ADAPTIVE_46_EFFORTS : ANTHROPIC_EFFORTS)[level] }
+        : {}),
       maxTokens: explicitMax ?? DEFAULT_MAX_TOKENS + room,
     };
   }
@@ -394,6 +404,9 @@ function inputSchema(name: string, parameters: Record<string, unknown>): Record<
  */
 const STRICT_LIMITS = { tools: 20, optionalParameters: 24, unionParameters: 16 };
 
+/** Keywords whose value is a map of names to schemas, not a schema. */
+const SCHEMA_MAPS = new Set(['properties', 'patternProperties', '$defs', 'definitions']);
+
 /** Optional properties and union-typed nodes in a (reshaped) schema, counted as Anthropic does. */
 function schemaComplexity(schema: unknown, counts = { optional: 0, unions: 0 }) {
   if (Array.isArray(schema)) {
@@ -408,7 +421,11 @@ function schemaComplexity(schema: unknown, counts = { optional: 0, unions: 0 }) 
     const required = new Set(Array.isArray(node.required) ? node.required : []);
     for (const name of Object.keys(properties)) if (!required.has(name)) counts.optional += 1;
   }
-  for (const value of Object.values(node)) schemaComplexity(value, counts);
+  for (const [keyword, value] of Object.entries(node)) {
+    if (SCHEMA_MAPS.has(keyword) && typeof value === 'object' && value !== null) {
+      for (const member of Object.values(value)) schemaComplexity(member, counts);
+    } else if (typeof value === 'object' && value !== null) schemaComplexity(value, counts);
+  }
   return counts;
 }
 
