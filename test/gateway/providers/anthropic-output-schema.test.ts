@@ -186,5 +186,15 @@ describe("a response format's schema as Anthropic's structured outputs take it",
       /only references inside the schema/,
     );
     refused({ type: 'array', items: true }, /at #\/items: a schema must be an object/);
+    // Two combinators on one node: keeping one would drop the other's constraint.
+    refused(
+      {
+        type: 'object',
+        properties: {
+          v: { anyOf: [{ type: 'string' }, { type: 'number' }], oneOf: [{ type: 'string' }] },
+        },
+      },
+      /at #\/properties\/v: anyOf, oneOf and allOf go one to a node/,
+    );
   });
 });

@@ -92,6 +92,10 @@ function reshape(node: unknown, path: string): Schema {
   const allOf = take('allOf');
   // `$schema` names the dialect and constrains nothing.
   take('$schema');
+  // One combinator per node is kept (a type beside it gives way to its variants', as in the SDK's
+  // helper): two of them would lose one, and the grammar allow what the schema does not.
+  if ([anyOf, oneOf, allOf].filter(Array.isArray).length > 1)
+    return refuse(path, 'anyOf, oneOf and allOf go one to a node, not beside each other');
 
   if (Array.isArray(anyOf)) out.anyOf = anyOf.map((variant, i) => reshape(variant, `${path}/anyOf/${i}`));
   else if (Array.isArray(oneOf))
