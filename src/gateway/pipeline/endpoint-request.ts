@@ -24,10 +24,10 @@ const SAMPLING: ReadonlyArray<readonly [keyof GenerationRequest, string]> = [
  * chosen provider does not support (`provider.require_parameters` keeps such endpoints out
  * instead). Reasoning options go only where `reasoning` or `include_reasoning` is listed, and a
  * listed `reasoning` marks the model as one that reasons (`reasoningModel`; false where the list
- * leaves it out). A `json_schema` format
- * and strict tools always go, marked `structuredOutputs: false` where `structured_outputs` is not
- * listed, for the adapters that must ask for them another way (or not strictly). An endpoint that lists no parameters at all (one
- * configured without the list) is sent everything.
+ * leaves it out). A `json_schema` format and strict tools always go, marked `structuredOutputs:
+ * false` where `structured_outputs` is not listed, for the adapters that must ask for them another
+ * way (or not strictly). An endpoint that lists no parameters at all (one configured without the
+ * list) is sent everything.
  */
 export function requestFor(
   generation: Omit<GenerationRequest, 'model'>,

@@ -7,7 +7,7 @@ import type {
 import { invalidParameter } from '../shared/invalid-parameter.js';
 import { isBase64 } from '../shared/request-rules.js';
 import type { MessagesBody, MessagesContentBlock } from './messages-body-schema.js';
-import { readMessagesSignature } from './messages-wire.js';
+import { readMessagesOpaque } from './messages-wire.js';
 
 type Message = MessagesBody['messages'][number];
 type BlockOf<Type extends MessagesContentBlock['type']> = Extract<MessagesContentBlock, { type: Type }>;
@@ -161,22 +161,24 @@ function convertMessage(message: Message, at: string, items: InputItem[]): void 
         flush();
         items.push(cached(toolResult(block, `${at}.content.${index}`), block));
         break;
-      case 'thinking':
+      case 'thinking': {
         if (role !== 'assistant') break;
         flush();
-        reasoning.push({
-          text: block.thinking,
-          ...(block.signature !== undefined ? readMessagesSignature(block.signature) : {}),
-        });
-        break;
-      case 'redacted_thinking':
-        if (role !== 'assistant') break;
-        flush();
-        {
-          const read = readMessagesSignature(block.data);
-          reasoning.push({ text: '', redactedData: read.signature, format: read.format });
+        if (block.signature === undefined) {
+          reasoning.push({ text: block.thinking });
+          break;
         }
+        const signed = readMessagesOpaque(block.signature);
+        reasoning.push({ text: block.thinking, signature: signed.value, format: signed.format });
         break;
+      }
+      case 'redacted_thinking': {
+        if (role !== 'assistant') break;
+        flush();
+        const redacted = readMessagesOpaque(block.data);
+        reasoning.push({ text: '', redactedData: redacted.value, format: redacted.format });
+        break;
+      }
     }
   });
   flush();

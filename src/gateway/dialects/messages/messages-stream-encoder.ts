@@ -6,7 +6,7 @@ import type { MessagesBody } from './messages-body-schema.js';
 import { messagesErrorObject } from './messages-errors.js';
 import {
   messageId,
-  messagesSignature,
+  messagesOpaque,
   messagesTokenCounts,
   messagesUsage,
   stopReason,
@@ -109,14 +109,13 @@ export function createMessagesStreamEncoder(body: MessagesBody, info: Generation
               );
         if (open?.kind === 'thinking') open.signed = true;
         return (
-          opening +
-          delta({ type: 'signature_delta', signature: messagesSignature(part.signature, part.format) })
+          opening + delta({ type: 'signature_delta', signature: messagesOpaque(part.signature, part.format) })
         );
       }
       case 'reasoning-redacted':
         return openBlock(
           { kind: 'redacted' },
-          { type: 'redacted_thinking', data: messagesSignature(part.data, part.format) },
+          { type: 'redacted_thinking', data: messagesOpaque(part.data, part.format) },
         );
       case 'tool-call-start':
         if (openedTools.has(part.index)) return '';

@@ -103,12 +103,12 @@ export function stopReason(options: {
  * ../shared/labelled-reasoning.ts), so that the block sent back reaches that provider and never
  * Anthropic, which would refuse it. Anthropic's own values pass unchanged both ways.
  */
-export function messagesSignature(signature: string, format: ReasoningFormat | undefined): string {
-  return format === undefined || format === 'anthropic-claude-v1' ? signature : labelled(signature, format);
+export function messagesOpaque(value: string, format: ReasoningFormat | undefined): string {
+  return format === undefined || format === 'anthropic-claude-v1' ? value : labelled(value, format);
 }
 
 /** A signature or redacted data as sent back: another provider's, by its label, or Anthropic's. */
-export function readMessagesSignature(signature: string): { signature: string; format: ReasoningFormat } {
-  const read = readLabelled(signature);
-  return { signature: read.value, format: read.format ?? 'anthropic-claude-v1' };
+export function readMessagesOpaque(value: string): { value: string; format: ReasoningFormat } {
+  const read = readLabelled(value);
+  return { value: read.value, format: read.format ?? 'anthropic-claude-v1' };
 }

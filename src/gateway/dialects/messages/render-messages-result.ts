@@ -1,13 +1,7 @@
 import type { GenerationResult } from '../../../spec/stream-part.js';
 import type { GenerationInfo, GenerationSummary } from '../dialect.js';
 import type { MessagesBody } from './messages-body-schema.js';
-import {
-  type MessagesUsage,
-  messageId,
-  messagesSignature,
-  messagesUsage,
-  stopReason,
-} from './messages-wire.js';
+import { type MessagesUsage, messageId, messagesOpaque, messagesUsage, stopReason } from './messages-wire.js';
 import { toolInput } from './tool-input.js';
 
 export type MessagesResultBlock =
@@ -47,12 +41,11 @@ export function renderMessagesResult(
       if (block.beforeToolCall !== toolCall) continue;
       content.push(
         block.redactedData !== undefined
-          ? { type: 'redacted_thinking', data: messagesSignature(block.redactedData, block.format) }
+          ? { type: 'redacted_thinking', data: messagesOpaque(block.redactedData, block.format) }
           : {
               type: 'thinking',
               thinking: block.text,
-              signature:
-                block.signature === undefined ? '' : messagesSignature(block.signature, block.format),
+              signature: block.signature === undefined ? '' : messagesOpaque(block.signature, block.format),
             },
       );
     }

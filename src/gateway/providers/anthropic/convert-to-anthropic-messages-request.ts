@@ -404,6 +404,16 @@ function inputSchema(name: string, parameters: Record<string, unknown>): Record<
  */
 const STRICT_LIMITS = { tools: 20, optionalParameters: 24, unionParameters: 16 };
 
+/** A schema reshaped into the subset the grammar compiles, or undefined when it has no form there. */
+function reshapedForGrammar(schema: Record<string, unknown>): Record<string, unknown> | undefined {
+  try {
+    return anthropicOutputSchema(schema);
+  } catch (error) {
+    if (error instanceof UnsupportedRequestError) return undefined;
+    throw error;
+  }
+}
+
 /** Keywords whose value is a map of names to schemas, not a schema. */
 const SCHEMA_MAPS = new Set(['properties', 'patternProperties', '$defs', 'definitions']);
 
@@ -446,13 +456,8 @@ function toolSchemas(
   if (!grammar || !tools.some((tool) => tool.strict === true)) return plain;
   const schemas: Array<{ input_schema: Record<string, unknown>; strict?: true }> = plain.map(
     (entry, index) => {
-      if (tools[index]?.strict !== true) return entry;
-      try {
-        return { input_schema: anthropicOutputSchema(entry.input_schema), strict: true };
-      } catch (error) {
-        if (error instanceof UnsupportedRequestError) return entry;
-        throw error;
-      }
+      const grammar = tools[index]?.strict === true ? reshapedForGrammar(entry.input_schema) : undefined;
+      return grammar === undefined ? entry : { input_schema: grammar, strict: true };
     },
   );
   const strict = schemas.filter((entry) => entry.strict);
@@ -515,13 +520,8 @@ function outputFormat(
  * it would refuse with a 400. Such a format is asked for in the instructions instead.
  */
 function grammarSchema(schema: Record<string, unknown>): Record<string, unknown> | undefined {
-  let reshaped: Record<string, unknown>;
-  try {
-    reshaped = anthropicOutputSchema(schema);
-  } catch (error) {
-    if (error instanceof UnsupportedRequestError) return undefined;
-    throw error;
-  }
+  const reshaped = reshapedForGrammar(schema);
+  if (reshaped === undefined) return undefined;
   const counts = schemaComplexity(reshaped);
   return counts.optional <= STRICT_LIMITS.optionalParameters && counts.unions <= STRICT_LIMITS.unionParameters
     ? reshaped
