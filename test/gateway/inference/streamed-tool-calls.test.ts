@@ -8,7 +8,7 @@ import { ACME_MODEL, acmeCatalog, chatChunk, createKey, sseData, usageOf } from 
 
 /**
  * A tool call streamed by an OpenAI-compatible upstream whose function name comes after its id (in
- * a later delta, in pieces, or after the arguments) reaches every surface with its name: what a
+ * a later delta, in pieces, the first piece perhaps with the id, or after the arguments) reaches every surface with its name: what a
  * chat-completions, a Responses and a Messages client read, frame by frame and through the
  * official SDKs' stream helpers.
  */
@@ -30,6 +30,13 @@ describe('streamed tool calls whose name comes late, through the whole gateway',
       { index: 0, id: 'call_late', type: 'function', function: { arguments: '' } },
       { index: 0, function: { name: 'get_' } },
       { index: 0, function: { name: 'weather', arguments: '{"city":' } },
+      { index: 0, function: { arguments: '"Oslo"}' } },
+    ],
+    'the first piece of the name with the id, the rest in later deltas': [
+      { index: 0, id: 'call_late', type: 'function', function: { name: 'get_', arguments: '' } },
+      { index: 0, function: { name: 'wea' } },
+      { index: 0, function: { name: 'ther' } },
+      { index: 0, function: { arguments: '{"city":' } },
       { index: 0, function: { arguments: '"Oslo"}' } },
     ],
     'the arguments before the name': [

@@ -416,7 +416,7 @@ describe('OpenAI chat-completions adapter against a fake upstream', () => {
     assert.deepEqual(toolParts(await collect(adapter.stream(call()))), expected);
   });
 
-  it('starts a tool call that comes with its name at once, before the next chunk is sent', async () => {
+  it('starts a tool call that comes with its name with its first argument piece, before the next chunk is sent', async () => {
     let release = () => {};
     const released = new Promise<void>((resolve) => {
       release = resolve;
@@ -426,9 +426,14 @@ describe('OpenAI chat-completions adapter against a fake upstream', () => {
       response.write(
         `data: ${chunk({ tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'get_weather', arguments: '' } }] })}\n\n`,
       );
+      response.write(
+        `data: ${chunk({ tool_calls: [{ index: 0, function: { arguments: '{"city":' } }] })}\n\n`,
+      );
       // The rest of the stream waits until the start has been read.
       await released;
-      response.write(`data: ${chunk({ tool_calls: [{ index: 0, function: { arguments: '{}' } }] })}\n\n`);
+      response.write(
+        `data: ${chunk({ tool_calls: [{ index: 0, function: { arguments: '"Oslo"}' } }] })}\n\n`,
+      );
       response.write(`data: ${chunk({}, 'tool_calls')}\n\ndata: [DONE]\n\n`);
       response.end();
     });
@@ -441,9 +446,49 @@ describe('OpenAI chat-completions adapter against a fake upstream', () => {
       parts.filter((part) => part.type.startsWith('tool-call')),
       [
         { type: 'tool-call-start', index: 0, callId: 'call_1', name: 'get_weather' },
-        { type: 'tool-call-delta', index: 0, argumentsDelta: '{}' },
+        { type: 'tool-call-delta', index: 0, argumentsDelta: '{"city":' },
+        { type: 'tool-call-delta', index: 0, argumentsDelta: '"Oslo"}' },
         { type: 'tool-call-end', index: 0 },
       ],
+    );
+  });
+
+  it('starts a call whose name came in pieces and no arguments at its finish reason, before the stream ends', async () => {
+    let release = () => {};
+    const released = new Promise<void>((resolve) => {
+      release = resolve;
+    });
+    upstream.handle(async (_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.write(
+        `data: ${chunk({ tool_calls: [{ index: 0, id: 'call_1', type: 'function', function: { name: 'get_', arguments: '' } }] })}\n\n`,
+      );
+      response.write(`data: ${chunk({ tool_calls: [{ index: 0, function: { name: 'time' } }] })}\n\n`);
+      response.write(`data: ${chunk({}, 'tool_calls')}\n\n`);
+      // The usage and the stream's end wait until the start has been read.
+      await released;
+      response.write(`data: ${usageChunk}\n\ndata: [DONE]\n\n`);
+      response.end();
+    });
+    const parts: StreamPart[] = [];
+    for await (const part of adapter.stream(call())) {
+      parts.push(part);
+      if (part.type === 'tool-call-start') release();
+    }
+    assert.deepEqual(
+      parts
+        .filter((part) => part.type.startsWith('tool-call') || part.type === 'usage')
+        .map((part) => part.type),
+      ['tool-call-start', 'tool-call-end', 'usage'],
+    );
+    assert.deepEqual(
+      parts.find((part) => part.type === 'tool-call-start'),
+      {
+        type: 'tool-call-start',
+        index: 0,
+        callId: 'call_1',
+        name: 'get_time',
+      },
     );
   });
 
@@ -478,6 +523,20 @@ describe('OpenAI chat-completions adapter against a fake upstream', () => {
         ]),
         [...weather(0, 'call_1', ['{"city":', '"Oslo"}']), end(0)],
         JSON.stringify(opening),
+      );
+    }
+    // The id with the name's first piece, the rest of the name in later deltas (with an id
+    // repeated, or none), then the arguments: the call starts with the whole name.
+    for (const id of [{ id: 'call_1' }, {}]) {
+      assert.deepEqual(
+        await stream([
+          [{ index: 0, id: 'call_1', type: 'function', function: { name: 'get_', arguments: '' } }],
+          [{ index: 0, ...id, function: { name: 'wea' } }],
+          [{ index: 0, ...id, function: { name: 'ther', arguments: '{"city":' } }],
+          [{ index: 0, function: { arguments: '"Oslo"}' } }],
+        ]),
+        [...weather(0, 'call_1', ['{"city":', '"Oslo"}']), end(0)],
+        JSON.stringify(id),
       );
     }
     // The name in pieces: joined until the arguments begin. A piece repeating the whole name (a

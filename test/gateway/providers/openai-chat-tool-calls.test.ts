@@ -36,6 +36,46 @@ describe('OpenAI-compatible tool-call reader', () => {
     );
   });
 
+  it('joins a name whose first piece came with the id, starting the call when its arguments begin', () => {
+    const reader = createToolCallReader();
+    assert.deepEqual(reader.read({ index: 0, id: 'c1', name: 'get_', arguments: '' }), []);
+    assert.deepEqual(reader.read({ index: 0, name: 'weather' }), []);
+    assert.deepEqual(reader.read({ index: 0, arguments: '{"city":' }), [
+      { type: 'tool-call-start', index: 0, callId: 'c1', name: 'get_weather' },
+      { type: 'tool-call-delta', index: 0, argumentsDelta: '{"city":' },
+    ]);
+    assert.deepEqual(reader.read({ index: 0, arguments: '"Oslo"}' }), [
+      { type: 'tool-call-delta', index: 0, argumentsDelta: '"Oslo"}' },
+    ]);
+    assert.deepEqual(reader.end(), [{ type: 'tool-call-end', index: 0 }]);
+  });
+
+  it("starts OpenAI's form (id and whole name, then argument pieces) with its first argument piece", () => {
+    const reader = createToolCallReader();
+    assert.deepEqual(reader.read({ index: 0, id: 'c1', name: 'get_weather', arguments: '' }), []);
+    assert.deepEqual(reader.read({ index: 0, arguments: '{}' }), [
+      { type: 'tool-call-start', index: 0, callId: 'c1', name: 'get_weather' },
+      { type: 'tool-call-delta', index: 0, argumentsDelta: '{}' },
+    ]);
+  });
+
+  it('starts a call whose name came in pieces without arguments when another begins or at the finish', () => {
+    const reader = createToolCallReader();
+    reader.read({ index: 0, id: 'c1', name: 'get_' });
+    reader.read({ index: 0, name: 'weather' });
+    assert.deepEqual(reader.read({ index: 1, id: 'c2', name: 'get_', arguments: '' }), [
+      { type: 'tool-call-start', index: 0, callId: 'c1', name: 'get_weather' },
+    ]);
+    assert.deepEqual(reader.read({ index: 1, name: 'time' }), []);
+    assert.deepEqual(reader.finish(), [
+      { type: 'tool-call-start', index: 1, callId: 'c2', name: 'get_time' },
+    ]);
+    assert.deepEqual(reader.end(), [
+      { type: 'tool-call-end', index: 0 },
+      { type: 'tool-call-end', index: 1 },
+    ]);
+  });
+
   it('reads 50,000 calls, each started once and ended once', () => {
     const reader = createToolCallReader();
     let starts = 0;

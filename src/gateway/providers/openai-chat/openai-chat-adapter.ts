@@ -145,7 +145,13 @@ export function createOpenAiChatAdapter(
               yield part;
             }
           }
-          if (choice.finishReason) finish = choice.finishReason;
+          if (choice.finishReason) {
+            finish = choice.finishReason;
+            for (const part of toolCalls.finish()) {
+              guard.output();
+              yield part;
+            }
+          }
         }
         if (!sawDone && finish === undefined) {
           throw new UpstreamError({

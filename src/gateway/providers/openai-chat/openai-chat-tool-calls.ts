@@ -10,6 +10,8 @@ interface Call {
   /** Whether `id` is the upstream's own rather than a made-up `call_<index>`. */
   ownId: boolean;
   name: string;
+  /** Whether its first delta carried a name (perhaps only the name's first piece). */
+  namedFirst: boolean;
   /** Whether its `tool-call-start` went out. */
   started: boolean;
   /** Arguments that came before its name, sent after the start. */
@@ -24,13 +26,15 @@ interface Call {
  * new call (Ollama sends every call as index 0, some servers send no index at all, read as the
  * position in the chunk).
  *
- * A call that begins with its name (OpenAI's own form: id and name in the first delta) starts at
- * once. One that begins without a name (some servers send the id first and the name in a later
- * delta, the name in pieces, or the arguments before the name) is held, so that its start carries
- * the name: name pieces are joined until its argument text begins, and it starts then; arguments
- * that came before any name wait with it until the name comes. A call still held when another call
- * begins, or when the stream ends, starts with what is known. A later delta that repeats the whole
- * name (MiniMax through NVIDIA NIM sends it on every chunk) adds nothing.
+ * A call is held until its name is whole, so that its start carries the whole name: some servers
+ * send the id first and the name in a later delta, some the name in pieces (the first piece perhaps
+ * with the id), some the arguments before the name. Name pieces are joined until the call's
+ * argument text begins, and it starts then; OpenAI's own form (id and whole name in the first
+ * delta, `arguments: ""`, then the argument pieces) so starts with its first argument piece.
+ * Arguments that came before any name wait with it until the name comes. A call still held when
+ * another call begins, when the upstream gives its finish reason, or when the stream ends starts
+ * with what is known. A later delta that repeats the whole name (MiniMax through NVIDIA NIM sends
+ * it on every chunk) adds nothing.
  */
 export function createToolCallReader() {
   const calls: Call[] = [];
@@ -65,7 +69,7 @@ export function createToolCallReader() {
         call !== undefined &&
         delta.id !== undefined &&
         delta.name !== undefined &&
-        (call.ownId ? delta.id !== call.id : call.started && delta.name !== call.name);
+        (call.ownId ? delta.id !== call.id : (call.started || call.namedFirst) && delta.name !== call.name);
       if (call === undefined || takesOver) {
         // The calls before it start now, in order. The one it takes the index from can get no more
         // arguments: it ends now, so a client is not kept waiting for its end until the stream's.
@@ -80,13 +84,13 @@ export function createToolCallReader() {
           id: delta.id ?? `call_${index}`,
           ownId: delta.id !== undefined,
           name: delta.name ?? '',
+          namedFirst: Boolean(delta.name),
           started: false,
           held: '',
           ended: false,
         };
         calls.push(call);
         upstreamIndexes.set(delta.index, index);
-        if (call.name !== '') start(call, out);
       } else if (!call.started) {
         if (delta.id !== undefined && !call.ownId) {
           call.id = delta.id;
@@ -104,6 +108,13 @@ export function createToolCallReader() {
           if (call.name) start(call, out);
         }
       }
+      return out;
+    },
+
+    /** When the upstream gives its finish reason: no more of a name can come, so held calls start. */
+    finish(): ToolCallPart[] {
+      const out: ToolCallPart[] = [];
+      startEarlier(out);
       return out;
     },
 
