@@ -264,6 +264,46 @@ describe('messages dialect: parsing a request', () => {
     );
   });
 
+  it("reads the beta's top-level output_format as output_config.format, by the same rules, and refuses both", () => {
+    const schema = { type: 'object', properties: { answer: { type: 'string' } } };
+    const format = { type: 'json_schema', schema };
+    assert.deepEqual(parse({ ...user('Hi'), output_format: format }).generation.responseFormat, {
+      type: 'json_schema',
+      name: 'output',
+      schema,
+    });
+    assert.equal(parse({ ...user('Hi'), output_format: null }).generation.responseFormat, undefined);
+    const nullWithConfig = parse({ ...user('Hi'), output_format: null, output_config: { format } });
+    assert.deepEqual(nullWithConfig.generation.responseFormat, {
+      type: 'json_schema',
+      name: 'output',
+      schema,
+    });
+    refused(
+      { ...user('Hi'), output_format: format, output_config: { format } },
+      'body.output_format cannot be combined with body.output_config.format; send only output_config.format (output_format is deprecated)',
+    );
+    // The effort beside the deprecated format is no conflict.
+    const withEffort = parse({ ...user('Hi'), output_format: format, output_config: { effort: 'low' } });
+    assert.deepEqual(withEffort.generation.responseFormat, { type: 'json_schema', name: 'output', schema });
+    for (const [bad, message] of [
+      ['json', 'body.output_format must be object'],
+      [{ type: 'json_object' }, 'body.output_format.type must be one of: json_schema'],
+      [{ type: 'json_schema' }, "body.output_format.schema must have required property 'schema'"],
+      [{ type: 'json_schema', schema: 'x' }, 'body.output_format.schema must be object'],
+      [{ type: 'json_schema', schema, name: 'x' }, 'body.output_format.name is not a known field'],
+    ] as const) {
+      const config = submit({ ...user('Hi'), output_config: { format: bad } });
+      const deprecated = submit({ ...user('Hi'), output_format: bad });
+      assert.equal(deprecated.ok, false, JSON.stringify(bad));
+      assert.equal(config.ok, false, JSON.stringify(bad));
+      if (deprecated.ok || config.ok) continue;
+      assert.equal(deprecated.status, 400);
+      assert.equal(deprecated.message.replace('output_format', 'output_config.format'), config.message);
+      assert.match(deprecated.message, new RegExp(message.replaceAll('.', '\\.')), JSON.stringify(bad));
+    }
+  });
+
   it('maps sampling fields, stop sequences and the end user', () => {
     const parsed = parse({
       ...user('Hi'),

@@ -1,9 +1,18 @@
 import assert from 'node:assert/strict';
 import { after, before, describe, it } from 'node:test';
 import { structuredAnthropic } from '../../helpers/fake-anthropic-structured.js';
-import { startFakeUpstream } from '../../helpers/fake-upstream.js';
+import { startFakeUpstream, writeSse } from '../../helpers/fake-upstream.js';
 import { startTestApp, type TestApp } from '../../helpers/test-app.js';
-import { acmeCatalog, CLAUDE_LIKE_MODEL, createKey, sseData, withClaudeLike } from './harness.js';
+import {
+  ACME_MODEL,
+  acmeCatalog,
+  CLAUDE_LIKE_MODEL,
+  chatCompletion,
+  chatStreamFrames,
+  createKey,
+  sseData,
+  withClaudeLike,
+} from './harness.js';
 
 /** A catalogue model whose Anthropic endpoint lists `structured_outputs` (catalog-data/endpoints.json). */
 const CLAUDE = 'anthropic/claude-sonnet-4.5';
@@ -196,6 +205,73 @@ describe('structured outputs served by Anthropic', () => {
     );
   });
 
+  it("messages: the beta's top-level output_format reaches Anthropic as output_config.format, whole and streamed", async () => {
+    // Older clients send the beta's spelling with its header; the fake, like Anthropic, takes
+    // output_format only with that header, so what it receives must be the GA field.
+    const headers = { 'anthropic-beta': 'structured-outputs-2025-11-13' };
+    const body = {
+      model: CLAUDE,
+      max_tokens: 200,
+      messages: [{ role: 'user', content: 'Ada?' }],
+      output_format: { type: 'json_schema', schema: PERSON },
+    };
+    const whole = await gateway.request('POST', '/api/v1/messages', { key, body, headers });
+    assert.equal(whole.status, 200, whole.text);
+    assert.equal(whole.body.content[0].text, ANSWER);
+    assert.equal(sent().output_format, undefined);
+    assert.deepEqual(Object.keys(sent().output_config.format), ['type', 'schema']);
+    assert.equal(sent().output_config.format.schema.additionalProperties, false);
+    assert.equal(
+      sent().output_config.format.schema.properties.name.description,
+      '{minLength: 1, maxLength: 100}',
+    );
+    assert.equal(fake.requests.at(-1)?.headers['anthropic-beta'], undefined);
+
+    const streamed = await post('/api/v1/messages', { ...body, stream: true });
+    assert.equal(streamed.status, 200, streamed.text);
+    const text = sseData(streamed.text)
+      .filter((event) => event.type === 'content_block_delta' && event.delta.type === 'text_delta')
+      .map((event) => event.delta.text)
+      .join('');
+    assert.equal(text, ANSWER);
+    assert.equal(sent().stream, true);
+    assert.equal(sent().output_format, undefined);
+    assert.equal(sent().output_config.format.schema.$defs.Address.additionalProperties, false);
+  });
+
+  it('messages: output_format and output_config.format together are a 400 naming both, before any call', async () => {
+    const calls = fake.requests.length;
+    for (const stream of [false, true]) {
+      const reply = await post('/api/v1/messages', {
+        model: CLAUDE,
+        max_tokens: 200,
+        messages: [{ role: 'user', content: 'Ada?' }],
+        output_format: { type: 'json_schema', schema: PERSON },
+        output_config: { format: { type: 'json_schema', schema: PERSON } },
+        stream,
+      });
+      assert.equal(reply.status, 400, reply.text);
+      assert.equal(reply.body.type, 'error');
+      assert.equal(
+        reply.body.error.message,
+        'Invalid request parameters: body.output_format cannot be combined with body.output_config.format; send only output_config.format (output_format is deprecated)',
+      );
+      const bad = await post('/api/v1/messages', {
+        model: CLAUDE,
+        max_tokens: 200,
+        messages: [{ role: 'user', content: 'Ada?' }],
+        output_format: { type: 'json_schema', schema: PERSON, strict: true },
+        stream,
+      });
+      assert.equal(bad.status, 400, bad.text);
+      assert.equal(
+        bad.body.error.message,
+        'Invalid request parameters: body.output_format.strict is not a known field',
+      );
+    }
+    assert.equal(fake.requests.length, calls);
+  });
+
   it('json_object: Anthropic has no JSON mode, so the system prompt asks for one JSON object', async () => {
     const reply = await post('/api/v1/chat/completions', {
       model: CLAUDE,
@@ -252,5 +328,71 @@ describe('structured outputs served by Anthropic', () => {
     const sent = fake.requests.at(-1)!.body as { output_config?: unknown; system?: unknown };
     assert.equal(sent.output_config, undefined);
     assert.match(String(sent.system), /It must conform to this JSON Schema, "scores"/);
+  });
+});
+
+/** `/messages` structured output served by an OpenAI-compatible upstream, which gets `response_format`. */
+describe('structured outputs from /messages served by an OpenAI-compatible upstream', () => {
+  let upstream: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let gateway: TestApp;
+  let key: string;
+
+  before(async () => {
+    upstream = await startFakeUpstream();
+    upstream.handle((request, response) => {
+      if ((request.body as { stream?: boolean }).stream) {
+        void writeSse(response, chatStreamFrames([ANSWER.slice(0, 30), ANSWER.slice(30)]));
+        return;
+      }
+      response.writeHead(200, { 'content-type': 'application/json' }).end(chatCompletion(ANSWER));
+    });
+    gateway = await startTestApp({
+      config: {
+        credits: { initial: 100 },
+        catalog: acmeCatalog(`${upstream.url}/v1`),
+        providers: { acme: { api_key: 'a' } },
+      },
+    });
+    key = (await createKey(gateway)).key;
+  });
+  after(async () => {
+    await gateway.close();
+    await upstream.close();
+  });
+
+  const sent = () => upstream.requests.at(-1)?.body as Record<string, any>;
+
+  it('output_format and output_config.format both go as a json_schema response_format, whole and streamed', async () => {
+    for (const field of ['output_format', 'output_config'] as const) {
+      const format = { type: 'json_schema', schema: PERSON };
+      const body = {
+        model: ACME_MODEL,
+        max_tokens: 200,
+        messages: [{ role: 'user', content: 'Ada?' }],
+        ...(field === 'output_format' ? { output_format: format } : { output_config: { format } }),
+      };
+      const whole = await gateway.request('POST', '/api/v1/messages', { key, body });
+      assert.equal(whole.status, 200, whole.text);
+      assert.equal(whole.body.content[0].text, ANSWER, field);
+      assert.deepEqual(
+        sent().response_format,
+        { type: 'json_schema', json_schema: { name: 'output', schema: PERSON } },
+        field,
+      );
+      assert.equal(sent().output_format, undefined, field);
+
+      const streamed = await gateway.request('POST', '/api/v1/messages', {
+        key,
+        body: { ...body, stream: true },
+      });
+      assert.equal(streamed.status, 200, streamed.text);
+      const text = sseData(streamed.text)
+        .filter((event) => event.type === 'content_block_delta' && event.delta.type === 'text_delta')
+        .map((event) => event.delta.text)
+        .join('');
+      assert.equal(text, ANSWER, field);
+      assert.equal(sent().stream, true);
+      assert.equal(sent().response_format?.json_schema?.name, 'output', field);
+    }
   });
 });

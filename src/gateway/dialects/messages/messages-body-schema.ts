@@ -207,21 +207,22 @@ const Thinking = taggedUnion({
   ),
 });
 
+/** Anthropic's structured-output format: a JSON schema the answer follows. */
+const OutputFormat = taggedUnion({
+  json_schema: Type.Object(
+    {
+      type: Type.Literal('json_schema'),
+      schema: Type.Unsafe<Record<string, unknown>>({ type: 'object' }),
+    },
+    { additionalProperties: false },
+  ),
+});
+
 /** Anthropic's effort level and structured-output format. */
 const OutputConfig = Type.Object(
   {
     effort: Type.Optional(stringEnum(['low', 'medium', 'high', 'xhigh', 'max'], { nullable: true })),
-    format: Type.Optional(
-      taggedUnion({
-        json_schema: Type.Object(
-          {
-            type: Type.Literal('json_schema'),
-            schema: Type.Unsafe<Record<string, unknown>>({ type: 'object' }),
-          },
-          { additionalProperties: false },
-        ),
-      }),
-    ),
+    format: Type.Optional(OutputFormat),
   },
   { additionalProperties: false },
 );
@@ -247,6 +248,9 @@ export const messagesBodySchema = Type.Object(
     ),
     thinking: Type.Optional(Thinking),
     output_config: Type.Optional(OutputConfig),
+    // The structured-outputs beta's spelling of `output_config.format` (header
+    // `structured-outputs-2025-11-13`), deprecated at GA; the SDK types it nullable.
+    output_format: Type.Optional(nullable(OutputFormat)),
     service_tier: Type.Optional(stringEnum(['auto', 'standard_only'])),
     cache_control: Type.Optional(CacheControl),
     // The gateway's own fields. `fallbacks` is this skin's spelling of `models` (reference §7);

@@ -76,6 +76,23 @@ function convertReasoning(body: MessagesBody): ReasoningOptions | undefined {
 }
 
 /**
+ * The structured-output format: `output_config.format`, or the beta's top-level `output_format`
+ * that older clients still send. Both at once is refused, as the Anthropic SDK refuses it
+ * (`assertOneOutputFormat`), rather than one silently winning.
+ */
+function outputFormat(body: MessagesBody): NonNullable<MessagesBody['output_format']> | undefined {
+  const format = body.output_config?.format;
+  const deprecated = body.output_format ?? undefined;
+  if (format !== undefined && deprecated !== undefined) {
+    throw invalidParameter(
+      'body.output_format',
+      'cannot be combined with body.output_config.format; send only output_config.format (output_format is deprecated)',
+    );
+  }
+  return format ?? deprecated;
+}
+
+/**
  * Requested models in fallback order: `model`, then `models` or this skin's `fallbacks` (which the
  * reference forbids combining), without repeats.
  */
@@ -125,7 +142,7 @@ export function parseMessagesRequest(
   }
   const reasoning = convertReasoning(body);
   if (reasoning) generation.reasoning = reasoning;
-  const format = body.output_config?.format;
+  const format = outputFormat(body);
   if (format) generation.responseFormat = { type: 'json_schema', name: 'output', schema: format.schema };
   // Anthropic's own end-user field is `metadata.user_id`; the gateway's `user` wins when both are sent.
   const user = body.user || body.metadata?.user_id || null;
