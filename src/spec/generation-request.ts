@@ -126,13 +126,22 @@ export type ResponseFormat =
     };
 
 export interface ReasoningOptions {
+  /** An effort level: how much the model reasons, or, with `effortAsksReasoning: false`, spends. */
   effort?: 'none' | 'minimal' | 'low' | 'medium' | 'high' | 'xhigh' | 'max';
+  /**
+   * False when `effort` does not ask for reasoning: Anthropic's `output_config.effort` sent without
+   * `thinking` (or with it disabled) governs how many tokens the whole answer spends and turns no
+   * thinking on. Absent, an effort asks for reasoning at its level (the chat and Responses
+   * surfaces' effort, and `/messages` effort beside `thinking`).
+   */
+  effortAsksReasoning?: false;
   /** A token budget for providers that take one instead of an effort level. */
   maxTokens?: number;
   /** Whether reasoning text should be returned when the provider can return it. */
   include?: boolean;
   /** How detailed a summary of the reasoning, for providers that return summaries (OpenAI). */
   summary?: 'auto' | 'concise' | 'detailed';
+  /** Reasoning asked for (true) or turned off (false); absent, the other fields say. */
   enabled?: boolean;
 }
 

@@ -254,7 +254,22 @@ describe('messages dialect: parsing a request', () => {
     });
     assert.deepEqual(reasoning({ thinking: { type: 'adaptive' } }), { enabled: true, include: true });
     assert.deepEqual(reasoning({ thinking: { type: 'disabled' } }), { enabled: false });
-    assert.deepEqual(reasoning({ output_config: { effort: 'high' } }), { effort: 'high' });
+    // Anthropic's effort alone governs the answer's spend and asks for no thinking; beside thinking
+    // it is the thinking's level.
+    assert.deepEqual(reasoning({ output_config: { effort: 'high' } }), {
+      effort: 'high',
+      effortAsksReasoning: false,
+    });
+    assert.deepEqual(reasoning({ thinking: { type: 'disabled' }, output_config: { effort: 'low' } }), {
+      enabled: false,
+      effort: 'low',
+      effortAsksReasoning: false,
+    });
+    assert.deepEqual(reasoning({ thinking: { type: 'adaptive' }, output_config: { effort: 'low' } }), {
+      enabled: true,
+      include: true,
+      effort: 'low',
+    });
     assert.equal(reasoning({}), undefined);
     const schema = { type: 'object', properties: { answer: { type: 'string' } } };
     assert.deepEqual(

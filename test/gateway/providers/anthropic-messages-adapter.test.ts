@@ -460,6 +460,47 @@ describe('Anthropic Messages adapter against a fake upstream', () => {
       effort: 'medium',
     });
     assert.equal(formatted.temperature, undefined);
+    // An effort that asks for no thinking (/messages output_config.effort without thinking) goes
+    // alone to the models that take the field, each at a level it has, and sampling goes with it.
+    const alone = (effort: 'low' | 'xhigh' | 'max', extra: Partial<AdapterCall['request']> = {}) => ({
+      reasoning: { effort, effortAsksReasoning: false as const },
+      ...extra,
+    });
+    for (const [model, effort, sent] of [
+      ['claude-opus-4-7', 'low', 'low'],
+      ['claude-opus-4-8', 'xhigh', 'xhigh'],
+      ['claude-sonnet-5', 'max', 'max'],
+      ['claude-opus-4-6', 'low', 'low'],
+      ['claude-sonnet-4-6', 'xhigh', 'max'],
+      ['claude-opus-4-5-20251101', 'low', 'low'],
+      ['claude-opus-4-5', 'max', 'high'],
+    ] as const) {
+      const body = await send(model, alone(effort, { temperature: 0.3 }));
+      assert.equal(body.thinking, undefined, model);
+      assert.deepEqual(body.output_config, { effort: sent }, `${model} ${effort}`);
+      assert.equal(body.max_tokens, 4096, model);
+      assert.equal(body.temperature, 0.3, model);
+    }
+    // Models that take no effort get none (they would refuse the field), and no thinking either.
+    for (const model of ['claude-sonnet-4-5-20250929', 'claude-haiku-4-5', 'claude-opus-4-1', 'my-claude']) {
+      const body = await send(model, alone('low', { maxOutputTokens: 500 }));
+      assert.equal(body.thinking, undefined, model);
+      assert.equal(body.output_config, undefined, model);
+      assert.equal(body.max_tokens, 500, model);
+    }
+    // With thinking turned off the effort still goes; beside a format it sits in output_config too.
+    const disabled = await send('claude-opus-4-7', {
+      reasoning: { enabled: false, effort: 'medium', effortAsksReasoning: false },
+      responseFormat: { type: 'json_schema', name: 'x', schema: { type: 'object', properties: {} } },
+    });
+    assert.equal(disabled.thinking, undefined);
+    assert.deepEqual(disabled.output_config, {
+      format: {
+        type: 'json_schema',
+        schema: { type: 'object', properties: {}, additionalProperties: false },
+      },
+      effort: 'medium',
+    });
   });
 
   it('maps tool choice, thinking budgets and the version header override', async () => {

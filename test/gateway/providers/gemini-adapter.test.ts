@@ -433,6 +433,15 @@ describe('Gemini adapter against a fake upstream', () => {
     assert.deepEqual(await sentThinking('gemini-2.5-flash-lite', { maxTokens: 100 }), {
       thinkingBudget: 512,
     });
+    // An effort that asks for no reasoning (Anthropic's, without thinking) is the thinking's level
+    // on models that think anyway, and turns no thinking on for Flash-Lite.
+    const alone = { effort: 'low', effortAsksReasoning: false } as const;
+    assert.equal(await sentThinking('gemini-2.5-flash-lite', alone), undefined);
+    assert.deepEqual(await sentThinking('gemini-2.5-flash-lite', { effort: 'low' }), {
+      thinkingBudget: 1024,
+    });
+    assert.deepEqual(await sentThinking('gemini-2.5-flash', alone), { thinkingBudget: 1024 });
+    assert.deepEqual(await sentThinking('gemini-3-flash-preview', alone), { thinkingLevel: 'low' });
     // Gemini 3 takes levels: Flash four, Pro two.
     assert.deepEqual(await sentThinking('gemini-3-flash-preview', { effort: 'medium' }), {
       thinkingLevel: 'medium',

@@ -71,7 +71,12 @@ function convertReasoning(body: MessagesBody): ReasoningOptions | undefined {
     reasoning.include = thinking.display !== 'omitted';
   }
   const effort = body.output_config?.effort;
-  if (effort) reasoning.effort = effort;
+  if (effort) {
+    reasoning.effort = effort;
+    // Anthropic's effort governs how many tokens the whole answer spends, thinking or not: without
+    // thinking on, it asks for none.
+    if (reasoning.enabled !== true) reasoning.effortAsksReasoning = false;
+  }
   return Object.keys(reasoning).length > 0 ? reasoning : undefined;
 }
 

@@ -294,6 +294,20 @@ const ANTHROPIC_EFFORTS = {
   max: 'max',
 } as const;
 const ADAPTIVE_46_EFFORTS = { ...ANTHROPIC_EFFORTS, xhigh: 'max' } as const;
+const OPUS_45_EFFORTS = { ...ANTHROPIC_EFFORTS, xhigh: 'high', max: 'high' } as const;
+
+/**
+ * The effort levels a Claude model takes as `output_config.effort`, or undefined for one that takes
+ * none. Opus 4.5 was the first to take the field (low, medium, high), 4.6 added `max` and 4.7
+ * `xhigh`; the other models before 4.6 (Sonnet and Haiku 4.5, Opus 4.1…) have no effort.
+ * https://platform.claude.com/docs/en/build-with-claude/effort
+ */
+function effortLevelsOf(model: string) {
+  const style = thinkingStyleOf(model);
+  if (style === 'adaptive-only') return ANTHROPIC_EFFORTS;
+  if (style === 'adaptive') return ADAPTIVE_46_EFFORTS;
+  return /^claude-opus-4[-.]5(?:[-.@]|$)/.test(model) ? OPUS_45_EFFORTS : undefined;
+}
 
 /** A token budget as the effort level nearest to it (EFFORT_BUDGETS read backwards). */
 function effortForBudget(budget: number): keyof typeof ANTHROPIC_EFFORTS {
@@ -306,7 +320,7 @@ function effortForBudget(budget: number): keyof typeof ANTHROPIC_EFFORTS {
 interface ThinkingPlan {
   /** The `thinking` object, when the model thinks. */
   thinking?: Record<string, unknown>;
-  /** `output_config.effort`, for adaptive thinking. */
+  /** `output_config.effort`: for adaptive thinking, or alone for an effort that asks for none. */
   effort?: string;
   maxTokens: number;
 }
@@ -321,7 +335,9 @@ interface ThinkingPlan {
  * budget given to a model that refuses one read as its nearest level, and `display: "summarized"`
  * (the newer models default to omitting the thinking text) or `"omitted"` when the caller left
  * reasoning out. With no `maxOutputTokens`, the default answer room comes on top of the budget
- * (for adaptive thinking, the budget of its effort level).
+ * (for adaptive thinking, the budget of its effort level). An effort that asks for no thinking
+ * (`/messages` `output_config.effort` without `thinking`) goes alone, without thinking, to a model
+ * that takes the field, and is dropped for one that does not.
  */
 function planThinking(request: GenerationRequest): ThinkingPlan {
   const explicitMax = request.maxOutputTokens;
@@ -331,8 +347,19 @@ function planThinking(request: GenerationRequest): ThinkingPlan {
     reasoning !== undefined &&
     reasoning.enabled !== false &&
     reasoning.effort !== 'none' &&
-    (reasoning.enabled === true || reasoning.effort !== undefined || reasoning.maxTokens !== undefined);
-  if (on && (style === 'adaptive-only' || (style === 'adaptive' && reasoning.maxTokens === undefined))) {
+    (reasoning.enabled === true ||
+      reasoning.maxTokens !== undefined ||
+      (reasoning.effort !== undefined && reasoning.effortAsksReasoning !== false));
+  if (!on) {
+    const effort = reasoning?.effortAsksReasoning === false ? reasoning.effort : undefined;
+    const level =
+      effort === undefined || effort === 'none' ? undefined : effortLevelsOf(request.model)?.[effort];
+    return {
+      ...(level !== undefined ? { effort: level } : {}),
+      maxTokens: explicitMax ?? DEFAULT_MAX_TOKENS,
+    };
+  }
+  if (style === 'adaptive-only' || (style === 'adaptive' && reasoning.maxTokens === undefined)) {
     // As with a budget: a cap too small to think in (three quarters under 1024) leaves no room for
     // an answer after thinking, so the request goes without.
     if (explicitMax !== undefined && thinkingRoom(explicitMax) < MIN_THINKING_BUDGET)

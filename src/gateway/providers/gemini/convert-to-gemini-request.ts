@@ -287,6 +287,7 @@ const EFFORT_BUDGETS: Record<string, number> = {
  * budget outside it); whether thought summaries come back. Gemini 3 takes levels instead of
  * budgets: an effort level becomes its `thinkingLevel`, and reasoning turned off asks its Flash
  * models for the `minimal` level (its Pro models cannot think less than `low`, and are sent none).
+ * An effort that asks for no reasoning is the thinking's level only on models that think anyway.
  */
 function thinkingConfig(request: GenerationRequest): Record<string, unknown> | undefined {
   const reasoning = request.reasoning;
@@ -297,7 +298,10 @@ function thinkingConfig(request: GenerationRequest): Record<string, unknown> | u
   if (/^gemini-2\.5-/.test(model)) {
     const range = model.includes('flash') ? BUDGET_RANGE.flash : BUDGET_RANGE.pro;
     let wanted = off ? 0 : reasoning.maxTokens;
-    if (wanted === undefined && reasoning.effort !== undefined) {
+    // An effort that asks for no reasoning (Anthropic's, without thinking) turns none on: Flash-Lite,
+    // which thinks only when given a budget, gets none for it; the others think anyway.
+    const wouldTurnOn = model.includes('flash-lite') && reasoning.effortAsksReasoning === false;
+    if (wanted === undefined && reasoning.effort !== undefined && !wouldTurnOn) {
       wanted = Math.min(EFFORT_BUDGETS[reasoning.effort] ?? 0, thinkingRoom(request.maxOutputTokens));
     }
     if (wanted !== undefined) {
