@@ -8,6 +8,8 @@ export interface EndpointPricing {
   input_cache_read?: unknown;
   input_cache_write?: unknown;
   internal_reasoning?: unknown;
+  /** Per output token of a generated image (Gemini's image models: twelve times the completion price). */
+  image_output?: unknown;
   request?: unknown;
   /**
    * The provider's discount off its standard price, for display only: the catalogue's prices are
@@ -21,7 +23,7 @@ export interface GenerationCost {
   totalNanos: number;
   /** The part for input tokens (uncached, cache reads, cache writes) and the per-request price. */
   inputNanos: number;
-  /** The part for output tokens, reasoning included. */
+  /** The part for output tokens, reasoning and images included. */
   outputNanos: number;
 }
 
@@ -44,7 +46,8 @@ const toNanos = (attoDollars: bigint): number => {
  * The cost of one generation from the endpoint's prices and the upstream's reported usage, exact to
  * the nano-dollar: prices are decimal strings, so the sum is taken in integers of 1e-18 USD and
  * rounded once. Cached reads and cache writes use their own prices where the endpoint has them;
- * reasoning tokens use `internal_reasoning` where it exists and the completion price otherwise.
+ * reasoning tokens use `internal_reasoning` and image tokens `image_output` where they exist, the
+ * completion price otherwise.
  */
 export function generationCost(pricing: EndpointPricing, usage: Usage): GenerationCost {
   const prompt = scaledPrice(pricing.prompt) ?? 0n;
@@ -58,10 +61,15 @@ export function generationCost(pricing: EndpointPricing, usage: Usage): Generati
   const written = BigInt(Math.min(usage.cacheWriteTokens, usage.inputTokens - Number(cached)));
   const uncached = BigInt(usage.inputTokens) - cached - written;
   const reasoningTokens = BigInt(Math.min(usage.reasoningTokens, usage.outputTokens));
-  const answerTokens = BigInt(usage.outputTokens) - reasoningTokens;
+  // Images are answer, not reasoning: they come out of what reasoning leaves.
+  const imageTokens = BigInt(
+    Math.min(usage.imageOutputTokens ?? 0, usage.outputTokens - Number(reasoningTokens)),
+  );
+  const answerTokens = BigInt(usage.outputTokens) - reasoningTokens - imageTokens;
 
   const input = uncached * prompt + cached * cacheRead + written * cacheWrite + perRequest;
-  const output = answerTokens * completion + reasoningTokens * reasoning;
+  let output = answerTokens * completion + reasoningTokens * reasoning;
+  if (imageTokens > 0n) output += imageTokens * priceOr(pricing.image_output, completion);
   const inputNanos = toNanos(input);
   const outputNanos = toNanos(output);
   return { totalNanos: toNanos(input + output), inputNanos, outputNanos };
@@ -70,18 +78,24 @@ export function generationCost(pricing: EndpointPricing, usage: Usage): Generati
 /**
  * The most a request can cost on an endpoint: every prompt token at the dearest input price and
  * every allowed output token at the dearest output price, plus the per-request price. This is what
- * reserve-then-settle reserves before the upstream call.
+ * reserve-then-settle reserves before the upstream call. `mayOutputImages`: the answer may hold
+ * images, whose tokens count among the output's at the `image_output` price (for Gemini's image
+ * models twelve times the completion price), so that price is the dearest when it is higher.
  */
 export function worstCaseCost(
   pricing: EndpointPricing,
-  bounds: { promptTokens: number; maxOutputTokens: number },
+  bounds: { promptTokens: number; maxOutputTokens: number; mayOutputImages?: boolean },
 ): number {
   const prompt = scaledPrice(pricing.prompt) ?? 0n;
   const completion = scaledPrice(pricing.completion) ?? 0n;
   const dearestInput = [prompt, priceOr(pricing.input_cache_write, prompt)].reduce((a, b) => (a > b ? a : b));
-  const dearestOutput = [completion, priceOr(pricing.internal_reasoning, completion)].reduce((a, b) =>
+  let dearestOutput = [completion, priceOr(pricing.internal_reasoning, completion)].reduce((a, b) =>
     a > b ? a : b,
   );
+  if (bounds.mayOutputImages) {
+    const image = priceOr(pricing.image_output, completion);
+    if (image > dearestOutput) dearestOutput = image;
+  }
   const total =
     BigInt(bounds.promptTokens) * dearestInput +
     BigInt(bounds.maxOutputTokens) * dearestOutput +

@@ -145,6 +145,19 @@ export interface ReasoningOptions {
   enabled?: boolean;
 }
 
+/** What the answer may hold (the chat and Responses `modalities`). */
+export type OutputModality = 'text' | 'image';
+
+/**
+ * How generated images are shaped (the reference's `image_config`, Gemini's `imageConfig`): an
+ * aspect ratio such as `16:9`, and a size tier such as `1K`, `2K` or `4K`. Each is the provider's
+ * to accept or refuse.
+ */
+export interface ImageConfig {
+  aspectRatio?: string;
+  imageSize?: string;
+}
+
 export interface GenerationRequest {
   /** The upstream's own model id: the endpoint's `provider_model_id`. */
   model: string;
@@ -185,6 +198,15 @@ export interface GenerationRequest {
    * parameter list. Set per endpoint (endpoint-request.ts), never by a dialect.
    */
   reasoningModel?: boolean;
+  /**
+   * The kinds of output the caller asked for (`modalities`), each once; absent when it named none,
+   * which leaves the provider's default (an image model may then answer with images too). A
+   * request that includes `image` goes only to models that make images, and an adapter whose
+   * protocol cannot return them refuses it rather than answer in text.
+   */
+  outputModalities?: OutputModality[];
+  /** Image options, given only with `image` in `outputModalities`. */
+  imageConfig?: ImageConfig;
   /** End-user identifier, forwarded where the provider accepts one. */
   user?: string;
 }

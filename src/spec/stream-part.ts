@@ -4,6 +4,15 @@ import type { UpstreamError } from './upstream-error.js';
 import type { Usage } from './usage.js';
 
 /**
+ * An image the model generated: its media type (`image/png`) and its bytes in base64, one string
+ * as the provider sent it (an image arrives whole, never in pieces).
+ */
+export interface GeneratedImage {
+  mediaType: string;
+  data: string;
+}
+
+/**
  * One typed part of a generation stream, named noun-verb. Adapters emit them in order; usage and
  * finish come last. Tool calls are identified by `index` within the response.
  */
@@ -27,6 +36,8 @@ export type StreamPart =
   | { type: 'reasoning-signature'; signature: string; format: ReasoningFormat; callId?: string }
   /** A reasoning block the provider sent encrypted (Anthropic's redacted_thinking), to be sent back as is. */
   | { type: 'reasoning-redacted'; data: string; format: ReasoningFormat }
+  /** A generated image, whole, in its place among the text (Gemini's `inlineData` output parts). */
+  | ({ type: 'image-output' } & GeneratedImage)
   | { type: 'tool-call-start'; index: number; callId: string; name: string }
   | { type: 'tool-call-delta'; index: number; argumentsDelta: string }
   | { type: 'tool-call-end'; index: number }
@@ -53,6 +64,8 @@ export interface GenerationResult {
    */
   reasoningBlocks?: Array<ReasoningBlock & { beforeToolCall?: number }>;
   toolCalls: Array<{ callId: string; name: string; arguments: string }>;
+  /** The images the model generated, in the order it sent them; absent when there are none. */
+  images?: GeneratedImage[];
   usage: Usage;
   finishReason: FinishReason;
   nativeFinishReason: string | null;

@@ -8,6 +8,11 @@ export interface Usage {
   cacheWriteTokens: number;
   /** Output tokens spent on reasoning (a subset of outputTokens). */
   reasoningTokens: number;
+  /**
+   * Output tokens of generated images (a subset of outputTokens, apart from reasoningTokens),
+   * billed at the endpoint's `image_output` price; absent when the answer holds no image.
+   */
+  imageOutputTokens?: number;
 }
 
 export const emptyUsage = (): Usage => ({

@@ -100,4 +100,49 @@ describe('generation cost in nano-dollars', () => {
     );
     assert.ok(real.totalNanos <= worstCaseCost(pricing, { promptTokens: 100, maxOutputTokens: 10 }));
   });
+
+  it('bills image output tokens at the image_output price, the rest of the answer at completion', () => {
+    // google/gemini-2.5-flash-image on Google AI Studio: $2.50/M completion, $30/M image output.
+    const pricing = { prompt: '0.0000003', completion: '0.0000025', image_output: '0.00003' };
+    const cost = generationCost(
+      pricing,
+      usage({ inputTokens: 10, outputTokens: 1300, imageOutputTokens: 1290 }),
+    );
+    // 10 × 300 in; 10 text tokens × 2,500 + 1,290 image tokens × 30,000 out
+    assert.deepEqual(cost, { totalNanos: 38_728_000, inputNanos: 3_000, outputNanos: 38_725_000 });
+    // Without its own price an image token costs as completion; image tokens never exceed what
+    // reasoning leaves of the output.
+    assert.equal(
+      generationCost(
+        { prompt: '0', completion: '0.0000025' },
+        usage({ outputTokens: 100, imageOutputTokens: 90 }),
+      ).outputNanos,
+      250_000,
+    );
+    assert.equal(
+      generationCost(pricing, usage({ outputTokens: 100, reasoningTokens: 60, imageOutputTokens: 90 }))
+        .outputNanos,
+      // 60 reasoning × 2,500 + 40 image × 30,000
+      1_350_000,
+    );
+  });
+
+  it('reserves image output at its price when the answer may hold images and the price is higher', () => {
+    const pricing = { prompt: '0.0000003', completion: '0.0000025', image_output: '0.00003' };
+    const bounds = { promptTokens: 100, maxOutputTokens: 1000 };
+    // 100 × 300 + 1,000 × 2,500
+    assert.equal(worstCaseCost(pricing, bounds), 2_530_000);
+    // 100 × 300 + 1,000 × 30,000
+    assert.equal(worstCaseCost(pricing, { ...bounds, mayOutputImages: true }), 30_030_000);
+    const real = generationCost(
+      pricing,
+      usage({ inputTokens: 100, outputTokens: 1000, imageOutputTokens: 1000 }),
+    );
+    assert.ok(real.totalNanos <= worstCaseCost(pricing, { ...bounds, mayOutputImages: true }));
+    // A lower image price leaves the dearest output price as it was.
+    assert.equal(
+      worstCaseCost({ ...pricing, image_output: '0.000001' }, { ...bounds, mayOutputImages: true }),
+      2_530_000,
+    );
+  });
 });
