@@ -895,4 +895,138 @@ describe('Gemini adapter against a fake upstream', () => {
     const last = parts.at(-1)!;
     assert.ok(last.type === 'error' && last.error.kind === 'aborted' && !last.error.retryable);
   });
+
+  describe('image output', () => {
+    // What gemini-2.5-flash-image answers a "draw it" prompt with: text and an inlineData part,
+    // the image's tokens counted apart in candidatesTokensDetails.
+    const png =
+      'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
+    const imageUsage = {
+      promptTokenCount: 12,
+      candidatesTokenCount: 1299,
+      totalTokenCount: 1311,
+      promptTokensDetails: [{ modality: 'TEXT', tokenCount: 12 }],
+      candidatesTokensDetails: [
+        { modality: 'IMAGE', tokenCount: 1290 },
+        { modality: 'TEXT', tokenCount: 9 },
+      ],
+    };
+    const imageCall = (): AdapterCall => {
+      const base = simple();
+      return {
+        ...base,
+        request: {
+          ...base.request,
+          model: 'gemini-2.5-flash-image',
+          outputModalities: ['text', 'image'],
+          imageConfig: { aspectRatio: '16:9', imageSize: '2K' },
+        },
+      };
+    };
+
+    it('asks for the modalities and image options, and reads the image with its tokens', async () => {
+      upstream.handle((_request, response) =>
+        reply(
+          response,
+          200,
+          JSON.stringify({
+            candidates: [
+              {
+                content: {
+                  parts: [
+                    { text: 'A draft.', thought: true },
+                    { inlineData: { mimeType: 'image/png', data: 'ZHJhZnQ=' }, thought: true },
+                    { text: 'Here is your cat.' },
+                    { inlineData: { mimeType: 'image/png', data: png }, thoughtSignature: 'c2ln' },
+                  ],
+                  role: 'model',
+                },
+                finishReason: 'STOP',
+                index: 0,
+              },
+            ],
+            usageMetadata: imageUsage,
+            ...identity,
+          }),
+        ),
+      );
+      const result = await adapter.generate(imageCall());
+      assert.deepEqual((upstream.requests.at(-1)!.body as Record<string, unknown>).generationConfig, {
+        responseModalities: ['TEXT', 'IMAGE'],
+        imageConfig: { aspectRatio: '16:9', imageSize: '2K' },
+      });
+      assert.equal(result.text, 'Here is your cat.');
+      // The draft image of its thinking is not the answer; the image's signature is not kept.
+      assert.deepEqual(result.images, [{ mediaType: 'image/png', data: png }]);
+      assert.equal(result.reasoningBlocks, undefined);
+      assert.deepEqual(result.usage, {
+        inputTokens: 12,
+        outputTokens: 1299,
+        cachedInputTokens: 0,
+        cacheWriteTokens: 0,
+        reasoningTokens: 0,
+        imageOutputTokens: 1290,
+      });
+    });
+
+    it('asks for images only, without image options when none were given', async () => {
+      upstream.handle((_request, response) =>
+        reply(
+          response,
+          200,
+          chunk([{ inlineData: { mimeType: 'image/jpeg', data: png } }], { finishReason: 'STOP' }),
+        ),
+      );
+      const base = imageCall();
+      const { imageConfig: _dropped, ...request } = base.request;
+      const result = await adapter.generate({
+        ...base,
+        request: { ...request, outputModalities: ['image'] },
+      });
+      assert.deepEqual((upstream.requests.at(-1)!.body as Record<string, unknown>).generationConfig, {
+        responseModalities: ['IMAGE'],
+      });
+      assert.equal(result.text, '');
+      assert.deepEqual(result.images, [{ mediaType: 'image/jpeg', data: png }]);
+    });
+
+    it('streams an image whole, in its place among the text', async () => {
+      upstream.handle((_request, response) =>
+        writeGeminiSse(response, [
+          chunk([{ text: 'Here is ' }]),
+          chunk([{ text: 'your cat.' }]),
+          chunk([{ inlineData: { mimeType: 'image/png', data: png } }]),
+          chunk([{ text: ' Enjoy.' }]),
+          JSON.stringify({
+            candidates: [{ content: { parts: [], role: 'model' }, finishReason: 'STOP', index: 0 }],
+            usageMetadata: imageUsage,
+            ...identity,
+          }),
+        ]),
+      );
+      const parts = await collect(adapter.stream(imageCall()));
+      assert.equal(
+        upstream.requests.at(-1)!.url,
+        '/v1beta/models/gemini-2.5-flash-image:streamGenerateContent?alt=sse',
+      );
+      assert.deepEqual(parts.slice(1), [
+        { type: 'text-delta', delta: 'Here is ' },
+        { type: 'text-delta', delta: 'your cat.' },
+        { type: 'image-output', mediaType: 'image/png', data: png },
+        { type: 'text-delta', delta: ' Enjoy.' },
+        {
+          type: 'usage',
+          usage: {
+            inputTokens: 12,
+            outputTokens: 1299,
+            cachedInputTokens: 0,
+            cacheWriteTokens: 0,
+            reasoningTokens: 0,
+            imageOutputTokens: 1290,
+          },
+        },
+        { type: 'finish', reason: 'stop', nativeReason: 'STOP' },
+      ]);
+    });
+  });
 });

@@ -246,7 +246,22 @@ function generationConfig(request: GenerationRequest): Record<string, unknown> {
   if (format?.type === 'json_schema') config.responseJsonSchema = format.schema;
   const thinking = thinkingConfig(request);
   if (thinking) config.thinkingConfig = thinking;
+  if (request.outputModalities) outputConfig(request, config);
   return config;
+}
+
+/**
+ * What the answer may hold, as `responseModalities` (`["TEXT", "IMAGE"]`, `["IMAGE"]`), and the
+ * image options as `imageConfig`. https://ai.google.dev/gemini-api/docs/image-generation
+ */
+function outputConfig(request: GenerationRequest, config: Record<string, unknown>): void {
+  config.responseModalities = request.outputModalities?.map((modality) => modality.toUpperCase());
+  const image = request.imageConfig;
+  if (!image) return;
+  const imageConfig: Record<string, string> = {};
+  if (image.aspectRatio !== undefined) imageConfig.aspectRatio = image.aspectRatio;
+  if (image.imageSize !== undefined) imageConfig.imageSize = image.imageSize;
+  if (Object.keys(imageConfig).length > 0) config.imageConfig = imageConfig;
 }
 
 /**

@@ -121,6 +121,7 @@ export function createGeminiAdapter(options: { http: UpstreamHttp }): ProviderAd
       let text = '';
       let reasoning = '';
       const toolCalls: GenerationResult['toolCalls'] = [];
+      const images: NonNullable<GenerationResult['images']> = [];
       // Signatures go back on the part they came with: a call's before that call, a text's with the text.
       const reasoningBlocks: NonNullable<GenerationResult['reasoningBlocks']> = [];
       for (const part of candidate.parts) {
@@ -134,6 +135,7 @@ export function createGeminiAdapter(options: { http: UpstreamHttp }): ProviderAd
         }
         if (part.type === 'text') text += part.text;
         else if (part.type === 'reasoning') reasoning += part.text;
+        else if (part.type === 'image') images.push({ mediaType: part.mediaType, data: part.data });
         else {
           toolCalls.push({
             callId: part.id ?? newCallId(),
@@ -149,6 +151,7 @@ export function createGeminiAdapter(options: { http: UpstreamHttp }): ProviderAd
         reasoning,
         ...(reasoningBlocks.length > 0 ? { reasoningBlocks } : {}),
         toolCalls,
+        ...(images.length > 0 ? { images } : {}),
         usage,
         finishReason: mapGeminiFinishReason(candidate.finishReason, {
           hasFunctionCalls: toolCalls.length > 0,
@@ -205,6 +208,11 @@ export function createGeminiAdapter(options: { http: UpstreamHttp }): ProviderAd
               yield { type: 'tool-call-start', index, callId, name: part.name };
               yield { type: 'tool-call-delta', index, argumentsDelta: JSON.stringify(part.args) };
               yield { type: 'tool-call-end', index };
+              continue;
+            }
+            // A streamed image comes whole, in one chunk's part.
+            if (part.type === 'image') {
+              yield { type: 'image-output', mediaType: part.mediaType, data: part.data };
               continue;
             }
             if (part.text !== '')

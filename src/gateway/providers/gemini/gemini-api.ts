@@ -24,6 +24,8 @@ export type GeminiPartView = (
   /** A part marked `thought: true`: a thought summary, sent only with `includeThoughts`. */
   | { type: 'reasoning'; text: string }
   | { type: 'function-call'; id?: string; name: string; args: Record<string, unknown> }
+  /** A generated image (`inlineData` in an answer): its media type and base64 data, whole. */
+  | { type: 'image'; mediaType: string; data: string }
 ) & { signature?: string };
 
 export interface GeminiCandidateView {
@@ -55,6 +57,16 @@ export function readGeminiCandidate(reply: unknown): GeminiCandidateView | undef
       parts.push(view);
       continue;
     }
+    const inline = asRecord(part.inlineData);
+    if (inline) {
+      // Gemini 3 Pro Image thinks in draft images (`thought: true`): what it answers with comes
+      // after them. An image's signature is not kept: only a function call's is checked when it
+      // comes back, and a client cannot send a generated image back in its place anyway.
+      const data = asString(inline.data);
+      if (part.thought !== true && data)
+        parts.push({ type: 'image', mediaType: asString(inline.mimeType) || 'image/png', data });
+      continue;
+    }
     const text = asString(part.text) ?? '';
     // A thought's own signature is left out: thoughts are never sent back, and a call's or a
     // text's signature is the one Gemini checks.
@@ -73,19 +85,30 @@ export function readGeminiCandidate(reply: unknown): GeminiCandidateView | undef
 /**
  * `usageMetadata` in canonical terms. Gemini's `candidatesTokenCount` excludes thinking tokens,
  * which it counts (and bills as output) in `thoughtsTokenCount`; canonical `outputTokens` includes
- * reasoning, so the two are added.
+ * reasoning, so the two are added. The answer's image tokens, which Google prices apart, are its
+ * `candidatesTokensDetails` entry of modality `IMAGE`.
  */
 export function readGeminiUsage(value: unknown): Usage | undefined {
   const usage = asRecord(value);
   if (!usage) return undefined;
   const thoughts = asCount(usage.thoughtsTokenCount);
-  return {
+  const read: Usage = {
     inputTokens: asCount(usage.promptTokenCount),
     outputTokens: asCount(usage.candidatesTokenCount) + thoughts,
     cachedInputTokens: asCount(usage.cachedContentTokenCount),
     cacheWriteTokens: 0,
     reasoningTokens: thoughts,
   };
+  const details = usage.candidatesTokensDetails;
+  if (Array.isArray(details)) {
+    let images = 0;
+    for (const entry of details) {
+      const detail = asRecord(entry);
+      if (detail?.modality === 'IMAGE') images += asCount(detail.tokenCount);
+    }
+    if (images > 0) read.imageOutputTokens = images;
+  }
+  return read;
 }
 
 export function readGeminiIdentity(reply: unknown): { id?: string; model?: string } {
