@@ -12,6 +12,7 @@ import type {
 import { UnsupportedRequestError } from '../../../spec/upstream-error.js';
 import { standardBase64 } from '../shared/base64-data.js';
 import { argumentsObject } from '../shared/function-arguments.js';
+import { refuseImageOutput } from '../shared/text-output-only.js';
 import { thinkingRoom } from '../shared/thinking-room.js';
 import { anthropicOutputSchema } from './anthropic-output-schema.js';
 
@@ -574,6 +575,7 @@ export function convertToAnthropicMessagesRequest(
   request: GenerationRequest,
   options: { stream: boolean },
 ): Record<string, unknown> {
+  refuseImageOutput(request, 'Anthropic Messages');
   const { system, messages } = convertToAnthropicMessages(
     request.instructionSections ?? request.instructions,
     request.input,

@@ -6,6 +6,7 @@ import type { AdapterCall, ProviderAdapter } from '../../../spec/provider-adapte
 import type { GenerationResult, StreamPart } from '../../../spec/stream-part.js';
 import { UpstreamError } from '../../../spec/upstream-error.js';
 import type { Usage } from '../../../spec/usage.js';
+import { refuseImageOutput } from '../shared/text-output-only.js';
 
 /**
  * The built-in demo provider: deterministic, zero-priced models that answer in-process, so a fresh
@@ -153,6 +154,7 @@ export function createDemoAdapter(): ProviderAdapter {
     protocol: 'demo',
 
     async generate(call): Promise<GenerationResult> {
+      refuseImageOutput(call.request, 'demo');
       await failBeforeOutput(call);
       if (call.request.model === demoModels.cutMidStream) {
         throw new UpstreamError({ message: 'Demo provider: connection cut', kind: 'connection' });
@@ -220,6 +222,7 @@ export function createDemoAdapter(): ProviderAdapter {
     },
 
     async *stream(call): AsyncGenerator<StreamPart> {
+      refuseImageOutput(call.request, 'demo');
       await failBeforeOutput(call);
       yield { type: 'response-metadata', id: 'demo-generation', model: call.request.model };
       if (call.request.model === demoModels.cutMidStream) {

@@ -1,5 +1,6 @@
 import type { ContentPart, GenerationRequest, InputItem } from '../../../spec/generation-request.js';
 import { UnsupportedRequestError } from '../../../spec/upstream-error.js';
+import { refuseImageOutput } from '../shared/text-output-only.js';
 import { hasTools, sendsToolChoice } from '../shared/tool-choice.js';
 import { mediaAfterResults } from '../shared/tool-result-media.js';
 
@@ -98,6 +99,7 @@ export function convertToOpenAiChatRequest(
   request: GenerationRequest,
   options: OpenAiChatOptions & { stream: boolean },
 ): Record<string, unknown> {
+  refuseImageOutput(request, 'OpenAI chat completions');
   const body: Record<string, unknown> = {
     model: request.model,
     messages: convertToOpenAiChatMessages(request.instructions, mediaAfterResults(request.input)),

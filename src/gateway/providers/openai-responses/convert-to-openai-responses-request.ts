@@ -7,6 +7,7 @@ import type {
   ReasoningOptions,
 } from '../../../spec/generation-request.js';
 import { UnsupportedRequestError } from '../../../spec/upstream-error.js';
+import { refuseImageOutput } from '../shared/text-output-only.js';
 import { hasTools, sendsToolChoice } from '../shared/tool-choice.js';
 import { mediaAfterResults } from '../shared/tool-result-media.js';
 
@@ -124,6 +125,7 @@ export function convertToOpenAiResponsesRequest(
   request: GenerationRequest,
   options: { stream: boolean; reasoningFormat?: ReasoningFormat },
 ): Record<string, unknown> {
+  refuseImageOutput(request, 'OpenAI Responses');
   const format = options.reasoningFormat ?? 'openai-responses-v1';
   const body: Record<string, unknown> = { model: request.model };
   if (request.instructions) body.instructions = request.instructions;
