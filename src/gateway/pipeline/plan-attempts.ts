@@ -6,7 +6,7 @@ import { providerBase } from '../../catalog/provider-base.js';
 import type { SnapshotEndpoint } from '../../catalog/snapshot-types.js';
 import type { Config } from '../../config/config-schema.js';
 import { AppError, invalidRequest } from '../../errors/app-error.js';
-import type { GenerationRequest } from '../../spec/generation-request.js';
+import type { GenerationRequest, OutputModality } from '../../spec/generation-request.js';
 import type { UpstreamTarget } from '../../spec/provider-adapter.js';
 import type { Percentiles, ProviderPreferences } from '../dialects/dialect.js';
 import type { ByokCredential, RoutingRestrictions } from '../policy/effective-policy.js';
@@ -194,9 +194,29 @@ export function createAttemptPlanner(options: {
     return model;
   }
 
-  function servesKind(model: CatalogModel, kind: OutputKind): boolean {
+  /**
+   * The 400 for a model that cannot produce what the request needs, or null when it can: embeddings,
+   * the output `modalities` named (each of them: images only from a model whose catalogue record
+   * lists `image` among its output modalities), else text.
+   */
+  function outputRefusal(
+    model: CatalogModel,
+    kind: OutputKind,
+    modalities: readonly OutputModality[] | undefined,
+  ): AppError | null {
     const outputs = model.record.architecture.output_modalities as string[];
-    return kind === 'embeddings' ? outputs.includes('embeddings') : outputs.includes('text');
+    if (kind === 'embeddings' || !modalities) {
+      const needed = kind === 'embeddings' ? 'embeddings' : 'text';
+      return outputs.includes(needed)
+        ? null
+        : invalidRequest(`Invalid request parameters: model "${model.id}" does not produce ${needed}`);
+    }
+    const missing = modalities.find((modality) => !outputs.includes(modality));
+    return missing === undefined
+      ? null
+      : invalidRequest(
+          `Invalid request parameters: body.modalities asks for ${missing} output, which model "${model.id}" does not produce`,
+        );
   }
 
   /** Default order: a weighted shuffle where an endpoint's weight is the inverse square of its price. */
@@ -292,12 +312,10 @@ export function createAttemptPlanner(options: {
       };
       let totalEndpoints = 0;
 
+      const modalities = input.request?.outputModalities;
       const groups = models.map((model) => {
-        if (!servesKind(model, input.outputKind)) {
-          throw invalidRequest(
-            `Invalid request parameters: model "${model.id}" does not produce ${input.outputKind === 'embeddings' ? 'embeddings' : 'text'}`,
-          );
-        }
+        const refusal = outputRefusal(model, input.outputKind, modalities);
+        if (refusal) throw refusal;
         const kept: Candidate[] = [];
         const restrictions = input.restrictions ?? null;
         if (restrictions && !modelAllowed(restrictions, model)) {

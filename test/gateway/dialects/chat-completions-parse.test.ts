@@ -322,7 +322,6 @@ describe('chat-completions dialect: parsing valid requests', () => {
       store: false,
       service_tier: 'auto',
       verbosity: 'low',
-      modalities: ['text'],
       prediction: { type: 'content', content: 'x' },
       plugins: [{ id: 'web' }],
       transforms: ['middle-out'],
@@ -334,7 +333,6 @@ describe('chat-completions dialect: parsing valid requests', () => {
       safety_identifier: 'hash',
       debug: { echo_upstream_body: true },
       cache_control: { type: 'ephemeral' },
-      image_config: {},
       metadata: { app: 'test' },
       trace: { trace_id: 't1', custom: 1 },
       audio: null,
@@ -343,6 +341,23 @@ describe('chat-completions dialect: parsing valid requests', () => {
     assert.deepEqual(parsed.metadata, { app: 'test' });
     assert.deepEqual(parsed.trace, { trace_id: 't1', custom: 1 });
     assert.deepEqual(Object.keys(parsed.generation), ['input']);
+  });
+
+  it('reads the output modalities and image options', () => {
+    const generation = (extra: Record<string, unknown>) => {
+      const { input: _input, ...rest } = accept({ ...minimal, ...extra }).generation;
+      return rest;
+    };
+    assert.deepEqual(
+      generation({ modalities: ['image', 'text'], image_config: { aspect_ratio: '16:9', image_size: '2K' } }),
+      { outputModalities: ['text', 'image'], imageConfig: { aspectRatio: '16:9', imageSize: '2K' } },
+    );
+    // Each modality once; options only Gemini takes are sent, others (another provider's) are not.
+    assert.deepEqual(generation({ modalities: ['image', 'image'], image_config: { quality: 'high' } }), {
+      outputModalities: ['image'],
+    });
+    assert.deepEqual(generation({ modalities: ['text'] }), { outputModalities: ['text'] });
+    assert.deepEqual(generation({ modalities: null }), {});
   });
 
   it('accepts the body the @openrouter/sdk sends, with its explicit nulls', () => {
@@ -1092,6 +1107,41 @@ describe('chat-completions dialect: refusing bad requests with a 400 naming the 
       'a numeric sort',
       { ...minimal, provider: { sort: 1 } },
       'Invalid request parameters: body.provider.sort must be string,object,null',
+    ],
+    [
+      'audio output',
+      { ...minimal, modalities: ['text', 'audio'] },
+      'Invalid request parameters: body.modalities.1 "audio" is not supported: an answer holds text and images',
+    ],
+    [
+      'empty modalities',
+      { ...minimal, modalities: [] },
+      'Invalid request parameters: body.modalities must list "text", "image" or both',
+    ],
+    [
+      'image options without image output',
+      { ...minimal, image_config: { aspect_ratio: '1:1' } },
+      'Invalid request parameters: body.image_config applies to image output: body.modalities must include "image"',
+    ],
+    [
+      'image options for a text answer',
+      { ...minimal, modalities: ['text'], image_config: { aspect_ratio: '1:1' } },
+      'Invalid request parameters: body.image_config applies to image output: body.modalities must include "image"',
+    ],
+    [
+      'an aspect ratio that is not one',
+      { ...minimal, modalities: ['image'], image_config: { aspect_ratio: 'wide' } },
+      'Invalid request parameters: body.image_config.aspect_ratio must be a width:height ratio such as "16:9"',
+    ],
+    [
+      'a numeric image size',
+      { ...minimal, modalities: ['image'], image_config: { image_size: 2 } },
+      'Invalid request parameters: body.image_config.image_size must be a size such as "1K", "2K" or "4K"',
+    ],
+    [
+      'an image option of no JSON type the reference allows',
+      { ...minimal, modalities: ['image'], image_config: { aspect_ratio: true } },
+      /^Invalid request parameters: body\.image_config\.aspect_ratio must be string,number,array$/,
     ],
     [
       'a numeric trace_id',

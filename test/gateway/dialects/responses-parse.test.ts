@@ -506,7 +506,6 @@ describe('responses dialect: generation settings', () => {
       previous_response_id: null,
       instructions: null,
       include: ['reasoning.encrypted_content'],
-      modalities: ['text'],
       service_tier: 'fast',
       truncation: 'auto',
       prompt_cache_key: 'k',
@@ -514,7 +513,6 @@ describe('responses dialect: generation settings', () => {
       prompt_cache_retention: '24h',
       safety_identifier: 'user-hash',
       cache_control: { type: 'ephemeral', ttl: '1h' },
-      image_config: { aspect_ratio: '16:9', quality: 'high' },
       debug: { echo_upstream_body: true },
       plugins: [{ id: 'web', max_results: 3 }],
       stop_server_tools_when: [
@@ -532,6 +530,24 @@ describe('responses dialect: generation settings', () => {
     });
     assert.equal(request.stream, false);
     assert.equal(request.generation.instructions, undefined);
+  });
+
+  it('reads the output modalities and image options', () => {
+    const request = parsed({
+      ...base,
+      modalities: ['text', 'image'],
+      image_config: { aspect_ratio: '16:9', image_size: '4K', quality: 'high' },
+    });
+    assert.deepEqual(request.generation.outputModalities, ['text', 'image']);
+    assert.deepEqual(request.generation.imageConfig, { aspectRatio: '16:9', imageSize: '4K' });
+    refused(
+      { ...base, modalities: ['text'], image_config: { aspect_ratio: '16:9' } },
+      /body\.image_config applies to image output: body\.modalities must include "image"/,
+    );
+    refused(
+      { ...base, modalities: ['image'], image_config: { image_size: 'huge' } },
+      /body\.image_config\.image_size must be a size such as "1K", "2K" or "4K"/,
+    );
   });
 
   it('refuses what the stateless API cannot do', () => {

@@ -191,6 +191,35 @@ describe('attempt planning', () => {
     assert.equal(slugs(p.plan(input({ stickyEndpointId: deepinfra.id })))[0], 'deepinfra/fp4');
   });
 
+  it('sends a request for images only to models that make them, and names modalities when one does not', () => {
+    const { planner: p } = planner({
+      providers: { 'google-ai-studio': { api_key: 'g' }, ...credentials },
+    });
+    const asking = (outputModalities: Array<'text' | 'image'>, models: string[]) =>
+      input({
+        models,
+        request: { ...input().request!, outputModalities },
+      });
+    expectAppError(
+      () => p.plan(asking(['text', 'image'], [MODEL])),
+      400,
+      /^Invalid request parameters: body\.modalities asks for image output, which model "deepseek\/deepseek-v4-pro" does not produce$/,
+    );
+    // Every model of a fallback list must make them, as every one must make text otherwise.
+    expectAppError(
+      () => p.plan(asking(['image'], ['google/gemini-2.5-flash-image', MODEL])),
+      400,
+      /body\.modalities asks for image output, which model "deepseek\/deepseek-v4-pro"/,
+    );
+    assert.deepEqual(slugs(p.plan(asking(['image'], ['google/gemini-2.5-flash-image']))), [
+      'google-ai-studio',
+    ]);
+    // An image model still answers text.
+    assert.deepEqual(slugs(p.plan(asking(['text'], ['google/gemini-2.5-flash-image']))), [
+      'google-ai-studio',
+    ]);
+  });
+
   it('refuses a text request for an embeddings model', () => {
     const { planner: p } = planner({ providers: {} });
     expectAppError(() => p.plan(input({ models: ['switchyard/embed'] })), 400, /does not produce text/);

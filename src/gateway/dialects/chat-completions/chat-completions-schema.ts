@@ -1,5 +1,6 @@
 import { type Static, Type } from 'typebox';
 import { stringEnum } from '../../../platform/schema-types.js';
+import { ImageConfigSchema } from '../shared/output-options.js';
 import { ProviderPreferencesSchema, RouteSchema } from '../shared/provider-preferences.js';
 import {
   MAX_INT32,
@@ -249,12 +250,14 @@ export const ChatCompletionsBodySchema = Type.Object(
     provider: Type.Optional(ProviderPreferencesSchema),
     route: Type.Optional(RouteSchema),
     trace: Type.Optional(TraceSchema),
+    // What the answer may hold and how its images are shaped (../shared/output-options.ts).
+    modalities: Type.Optional(nullable(Type.Array(stringEnum(['text', 'image', 'audio'])))),
+    image_config: Type.Optional(ImageConfigSchema),
     // Accepted and ignored: routing, caching and output hints we do not act on (yet).
     transforms: Type.Optional(Type.Array(Type.String())),
     plugins: Type.Optional(Type.Array(Type.Object({ id: Type.String() }))),
     prediction: Type.Optional(nullable(AnyObject)),
     verbosity: Type.Optional(stringEnum(['low', 'medium', 'high'], { nullable: true })),
-    modalities: Type.Optional(nullable(Type.Array(stringEnum(['text', 'image', 'audio'])))),
     service_tier: Type.Optional(
       stringEnum(['auto', 'default', 'fast', 'flex', 'priority', 'scale'], { nullable: true }),
     ),
@@ -265,7 +268,6 @@ export const ChatCompletionsBodySchema = Type.Object(
     cache_control: Type.Optional(AnyObject),
     safety_identifier: Type.Optional(nullable(Type.String())),
     debug: Type.Optional(AnyObject),
-    image_config: Type.Optional(AnyObject),
     stop_server_tools_when: Type.Optional(Type.Array(AnyObject)),
     // Known but refused by `parse` with "is not supported" (better than "not a known field").
     functions: Type.Optional(Type.Array(AnyObject)),

@@ -7,6 +7,7 @@ import type {
 } from '../../../spec/generation-request.js';
 import type { ParsedRequest } from '../dialect.js';
 import { invalidParameter } from '../shared/invalid-parameter.js';
+import { applyOutputOptions } from '../shared/output-options.js';
 import { toProviderPreferences } from '../shared/provider-preferences.js';
 import { checkedMetadata, requestedModels, sessionId } from '../shared/request-rules.js';
 import { allowedTools, customToolRefused } from '../shared/tool-rules.js';
@@ -148,6 +149,7 @@ export function parseChatCompletionsRequest(
   if (format) generation.responseFormat = format;
   const reasoningOptions = reasoning(body);
   if (reasoningOptions) generation.reasoning = reasoningOptions;
+  applyOutputOptions(generation, body.modalities, body.image_config);
   if (body.user) generation.user = body.user;
   return {
     generation,

@@ -6,6 +6,7 @@ import type {
 } from '../../../spec/generation-request.js';
 import type { ParsedRequest } from '../dialect.js';
 import { invalidParameter } from '../shared/invalid-parameter.js';
+import { applyOutputOptions } from '../shared/output-options.js';
 import { toProviderPreferences } from '../shared/provider-preferences.js';
 import { checkedMetadata, requestedModels, sessionId } from '../shared/request-rules.js';
 import { customToolRefused } from '../shared/tool-rules.js';
@@ -20,9 +21,9 @@ type Headers = Record<string, string | string[] | undefined>;
  * other than auto, non-function tools, metadata keys, and every rule on `input` items.
  *
  * Accepted and only validated (nothing reads them yet): `stop_server_tools_when`, `max_tool_calls`,
- * `plugins`, `include`, `modalities`, `service_tier`, `truncation`, `text.verbosity`,
- * `prompt_cache_*`, `cache_control`, `image_config`, `debug`, `safety_identifier`,
- * `top_logprobs`, `stream_options`, `context_management`.
+ * `plugins`, `include`, `service_tier`, `truncation`, `text.verbosity`, `prompt_cache_*`,
+ * `cache_control`, `debug`, `safety_identifier`, `top_logprobs`, `stream_options`,
+ * `context_management`.
  */
 export function parseResponsesRequest(body: ResponsesBody, headers: Headers): ParsedRequest {
   refuseStatefulFields(body);
@@ -46,6 +47,7 @@ export function parseResponsesRequest(body: ResponsesBody, headers: Headers): Pa
   if (body.text?.format) generation.responseFormat = toResponseFormat(body.text.format);
   const reasoning = toReasoning(body.reasoning);
   if (reasoning) generation.reasoning = reasoning;
+  applyOutputOptions(generation, body.modalities, body.image_config);
   if (body.user) generation.user = body.user;
   return {
     generation,

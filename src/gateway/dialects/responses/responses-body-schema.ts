@@ -1,5 +1,6 @@
 import { type Static, Type } from 'typebox';
 import { stringEnum } from '../../../platform/schema-types.js';
+import { ImageConfigSchema } from '../shared/output-options.js';
 import { ProviderPreferencesSchema, RouteSchema } from '../shared/provider-preferences.js';
 import {
   MAX_INT32,
@@ -146,12 +147,6 @@ const CacheControl = Type.Object({
   ttl: Type.Optional(stringEnum(['5m', '1h'])),
 });
 
-const ImageConfig = Type.Unsafe<Record<string, unknown>>({
-  type: 'object',
-  additionalProperties: { type: ['string', 'number', 'array'] },
-  description: 'Provider-specific image options',
-});
-
 const INCLUDABLE = [
   'file_search_call.results',
   'message.input_image.image_url',
@@ -205,7 +200,7 @@ export const ResponsesBodySchema = Type.Object(
     prompt_cache_options: Type.Optional(PromptCacheOptions),
     prompt_cache_retention: Type.Optional(stringEnum(['in_memory', 'in-memory', '24h'], { nullable: true })),
     cache_control: Type.Optional(CacheControl),
-    image_config: Type.Optional(ImageConfig),
+    image_config: Type.Optional(ImageConfigSchema),
     debug: Type.Optional(Type.Object({ echo_upstream_body: Type.Optional(Type.Boolean()) })),
     trace: Type.Optional(TraceSchema),
     session_id: Type.Optional(SessionIdSchema),
