@@ -63,6 +63,8 @@ export interface GenerationRecordInput {
   tokens_cached: number;
   tokens_cache_write: number;
   tokens_reasoning: number;
+  /** Output tokens of generated images (a part of `tokens_completion`); absent counts 0. */
+  tokens_completion_images?: number;
   /** The whole cost; billed to credits, or to BYOK usage when `is_byok`. */
   cost_nanos: number;
   input_cost_nanos: number;
@@ -482,6 +484,7 @@ function toRow(input: GenerationRecordInput, logger: GenerationLogger): Generati
     tokens_cached: count(input.tokens_cached),
     tokens_cache_write: count(input.tokens_cache_write),
     tokens_reasoning: count(input.tokens_reasoning),
+    tokens_completion_images: count(input.tokens_completion_images ?? 0),
     cost_nanos: count(input.cost_nanos),
     input_cost_nanos: count(input.input_cost_nanos),
     output_cost_nanos: count(input.output_cost_nanos),

@@ -58,7 +58,11 @@ export const GenerationRecordSchema = Type.Object({
   tokens_completion: Type.Integer(),
   native_tokens_prompt: Type.Integer(),
   native_tokens_completion: Type.Integer(),
-  native_tokens_completion_images: Type.Null(),
+  native_tokens_completion_images: Nullable(
+    Type.Integer({
+      description: 'Output tokens of generated images; null on records from before they were counted',
+    }),
+  ),
   native_tokens_reasoning: Type.Integer(),
   native_tokens_cached: Type.Integer(),
   native_tokens_cache_write: Type.Integer(),

@@ -57,7 +57,7 @@ export function generationRecord(row: GenerationRecordRow): GenerationRecord {
     tokens_completion: row.tokens_completion,
     native_tokens_prompt: row.tokens_prompt,
     native_tokens_completion: row.tokens_completion,
-    native_tokens_completion_images: null,
+    native_tokens_completion_images: row.tokens_completion_images,
     native_tokens_reasoning: row.tokens_reasoning,
     native_tokens_cached: row.tokens_cached,
     native_tokens_cache_write: row.tokens_cache_write,

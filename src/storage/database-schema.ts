@@ -116,6 +116,8 @@ export interface GenerationTable {
   tokens_cached: number;
   tokens_cache_write: number;
   tokens_reasoning: number;
+  /** Output tokens of generated images; null on records written before they were counted. */
+  tokens_completion_images: number | null;
   cost_nanos: number;
   input_cost_nanos: number;
   output_cost_nanos: number;

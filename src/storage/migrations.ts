@@ -332,6 +332,13 @@ const migrations: Record<string, Migration> = {
       await db.schema.alterTable('broadcast_outbox').addColumn('fanout', 'text').execute();
     },
   },
+  '0007_generation_image_tokens': {
+    // A generation's image output tokens (`native_tokens_completion_images`), billed at the
+    // endpoint's image price. Null on records written before, which did not count them.
+    async up(db) {
+      await db.schema.alterTable('generations').addColumn('tokens_completion_images', 'bigint').execute();
+    },
+  },
 };
 
 /**

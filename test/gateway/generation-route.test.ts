@@ -144,7 +144,7 @@ describe('GET /generation', () => {
         tokens_completion: 25,
         native_tokens_prompt: 10,
         native_tokens_completion: 25,
-        native_tokens_completion_images: null,
+        native_tokens_completion_images: 0,
         native_tokens_reasoning: 5,
         native_tokens_cached: 3,
         native_tokens_cache_write: 2,

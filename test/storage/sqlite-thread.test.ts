@@ -326,6 +326,7 @@ function generationRow(id: string, cost: number) {
     tokens_cached: 0,
     tokens_cache_write: 0,
     tokens_reasoning: 0,
+    tokens_completion_images: 0,
     cost_nanos: cost,
     input_cost_nanos: 0,
     output_cost_nanos: cost,

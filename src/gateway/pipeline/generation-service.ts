@@ -178,19 +178,35 @@ function promptTokenBound(size: { bytes: number; hasMedia: boolean }, contextLen
   return size.hasMedia ? contextLength : Math.min(contextLength, size.bytes);
 }
 
+/** What crossed the wire of an answer: its characters (text, reasoning, tool calls) and its images. */
+interface OutputSize {
+  chars: number;
+  images: number;
+}
+
+const NO_OUTPUT: OutputSize = { chars: 0, images: 0 };
+
+/**
+ * What one generated image is counted when the upstream did not say: Gemini's count for an image of
+ * up to 1024×1024 (gemini-2.5-flash-image; Gemini 3's 1K and 2K images count 1,120). The size of
+ * its base64 tells nothing of its tokens.
+ */
+const ESTIMATED_IMAGE_TOKENS = 1290;
+
 /**
  * What a stream that ended without reported usage is billed: rough counts of what crossed the wire
- * (about four bytes a token). Media in the prompt are not estimated: nothing that was sent tells
- * their size in tokens, and billing them the whole context would charge for a bound, not a use.
+ * (about four bytes a token, and an image its usual count). Media in the prompt are not estimated:
+ * nothing that was sent tells their size in tokens, and billing them the whole context would
+ * charge for a bound, not a use.
  */
-function estimatedUsage(promptBytes: number, outputChars: number, outputBound: number): Usage {
-  return {
-    ...emptyUsage(),
-    inputTokens: Math.ceil(promptBytes / 4),
-    // An upstream that streamed past max_tokens (and never said how much) is billed no more than the
-    // request allowed, which is what was reserved: 200,000 chunks on a $0.001 key had cost 43× it.
-    outputTokens: Math.min(Math.ceil(outputChars / 4), outputBound),
-  };
+function estimatedUsage(promptBytes: number, output: OutputSize, outputBound: number): Usage {
+  const imageTokens = output.images * ESTIMATED_IMAGE_TOKENS;
+  // An upstream that streamed past max_tokens (and never said how much) is billed no more than the
+  // request allowed, which is what was reserved: 200,000 chunks on a $0.001 key had cost 43× it.
+  const outputTokens = Math.min(Math.ceil(output.chars / 4) + imageTokens, outputBound);
+  const usage: Usage = { ...emptyUsage(), inputTokens: Math.ceil(promptBytes / 4), outputTokens };
+  if (imageTokens > 0) usage.imageOutputTokens = Math.min(imageTokens, outputTokens);
+  return usage;
 }
 
 /** The most tokens a call may bill: what the endpoint's context holds, and the output the request allowed. */
@@ -211,11 +227,11 @@ interface UsageBounds {
 function billableUsage(
   reported: Usage | null,
   promptBytes: number,
-  outputChars: number,
+  output: OutputSize,
   bounds: UsageBounds,
   partial = false,
 ): Usage {
-  if (!reported) return estimatedUsage(promptBytes, outputChars, bounds.outputTokens);
+  if (!reported) return estimatedUsage(promptBytes, output, bounds.outputTokens);
   // No call can read or write more tokens than the endpoint's context holds: a larger count is an
   // upstream bug, and billing it would drain the account. Nor is more output billed than the request
   // allowed and the reservation covered.
@@ -223,11 +239,14 @@ function billableUsage(
     typeof value === 'number' && value > 0 ? Math.min(Math.floor(value), bound) : 0;
   let inputTokens = clean(reported.inputTokens);
   let outputTokens = clean(reported.outputTokens, bounds.outputTokens);
+  // Absent from nearly every generation: no image, nothing to clean.
+  let imageTokens = reported.imageOutputTokens === undefined ? 0 : clean(reported.imageOutputTokens);
   if (partial) {
     // A stream that failed reported its counts so far (Anthropic's message_start: the prompt, and
     // one output token): the output that crossed the wire since is billed when it is more.
-    const estimate = estimatedUsage(promptBytes, outputChars, bounds.outputTokens);
+    const estimate = estimatedUsage(promptBytes, output, bounds.outputTokens);
     outputTokens = Math.max(outputTokens, estimate.outputTokens);
+    imageTokens = Math.max(imageTokens, estimate.imageOutputTokens ?? 0);
     if (inputTokens === 0) inputTokens = Math.min(estimate.inputTokens, bounds.contextLength);
   }
   const cachedInputTokens = clean(reported.cachedInputTokens, inputTokens);
@@ -238,9 +257,12 @@ function billableUsage(
     cacheWriteTokens: clean(reported.cacheWriteTokens, inputTokens - cachedInputTokens),
     reasoningTokens: clean(reported.reasoningTokens, outputTokens),
   };
+  // Image tokens are answer tokens: within what reasoning leaves of the output.
+  const images = Math.min(imageTokens, outputTokens - usage.reasoningTokens);
+  if (images > 0) usage.imageOutputTokens = images;
   const nothingCounted = usage.inputTokens === 0 && usage.outputTokens === 0;
-  return nothingCounted && outputChars > 0
-    ? estimatedUsage(promptBytes, outputChars, bounds.outputTokens)
+  return nothingCounted && (output.chars > 0 || output.images > 0)
+    ? estimatedUsage(promptBytes, output, bounds.outputTokens)
     : usage;
 }
 
@@ -261,17 +283,29 @@ function billedCost(candidate: Candidate, usage: Usage, reservation: Reservation
 const contextOf = (candidate: Candidate): number =>
   candidate.endpoint.context_length || candidate.model.record.context_length || Number.MAX_SAFE_INTEGER;
 
-const resultChars = (result: GenerationResult): number =>
-  result.text.length +
-  result.reasoning.length +
-  (result.refusal?.length ?? 0) +
-  result.toolCalls.reduce((sum, call) => sum + call.name.length + call.arguments.length, 0);
+const resultSize = (result: GenerationResult): OutputSize => ({
+  chars:
+    result.text.length +
+    result.reasoning.length +
+    (result.refusal?.length ?? 0) +
+    result.toolCalls.reduce((sum, call) => sum + call.name.length + call.arguments.length, 0),
+  images: result.images?.length ?? 0,
+});
 
 const isOutput = (part: StreamPart): boolean =>
   part.type === 'text-delta' ||
   part.type === 'reasoning-delta' ||
   part.type === 'refusal-delta' ||
+  part.type === 'image-output' ||
   part.type === 'tool-call-start';
+
+/**
+ * Whether the answer may hold images: the caller asked for them, or named no modalities (an image
+ * model's default answer may hold some). The reservation then counts output at the image price
+ * where an endpoint has a higher one.
+ */
+const mayOutputImages = (generation: ParsedRequest['generation']): boolean =>
+  generation.outputModalities === undefined || generation.outputModalities.includes('image');
 
 /**
  * Upstream statuses that say the provider refused this gateway (its credential, its billing, its
@@ -599,6 +633,7 @@ export function createGenerationService(options: {
     const worst = worstCaseCost(candidate.endpoint.pricing as EndpointPricing, {
       promptTokens: bounds.promptTokens,
       maxOutputTokens: bounds.outputTokens,
+      mayOutputImages: mayOutputImages(prepared.generation),
     });
     return {
       worst,
@@ -705,6 +740,7 @@ export function createGenerationService(options: {
       tokens_cached: outcome.usage.cachedInputTokens,
       tokens_cache_write: outcome.usage.cacheWriteTokens,
       tokens_reasoning: outcome.usage.reasoningTokens,
+      tokens_completion_images: outcome.usage.imageOutputTokens ?? 0,
       cost_nanos: outcome.cost.totalNanos,
       input_cost_nanos: outcome.cost.inputNanos,
       output_cost_nanos: outcome.cost.outputNanos,
@@ -934,7 +970,7 @@ export function createGenerationService(options: {
       );
       const result: GenerationResult = {
         ...started,
-        usage: billableUsage(started.usage, prepared.prompt.bytes, resultChars(started), bounds),
+        usage: billableUsage(started.usage, prepared.prompt.bytes, resultSize(started), bounds),
       };
       const elapsed = performance.now() - attemptStart;
       const cost = billedCost(candidate, result.usage, reservation);
@@ -1020,7 +1056,7 @@ export function createGenerationService(options: {
         },
       );
       const elapsed = performance.now() - attemptStart;
-      const counted = billableUsage(started.usage, prepared.prompt.bytes, 0, bounds);
+      const counted = billableUsage(started.usage, prepared.prompt.bytes, NO_OUTPUT, bounds);
       const embedded: EmbeddingResult = {
         ...started,
         // An upstream that counts nothing is billed its input from the bytes sent.
@@ -1094,7 +1130,7 @@ export function createGenerationService(options: {
       let usageAtStart: Usage | null = null;
       for (const part of started.head) {
         if (part.type === 'response-metadata' && part.usage !== undefined)
-          usageAtStart = billableUsage(part.usage, prepared.prompt.bytes, 0, bounds);
+          usageAtStart = billableUsage(part.usage, prepared.prompt.bytes, NO_OUTPUT, bounds);
       }
       let usage: Usage | null = null;
       let finishReason: string | null = null;
@@ -1102,6 +1138,7 @@ export function createGenerationService(options: {
       let upstreamId: string | null = null;
       let failure: GenerationFailure | null = null;
       let outputChars = 0;
+      let outputImages = 0;
       let ended = false;
       // Output is kept only when a destination will receive it.
       const collector = prepared.policy?.broadcast.length ? createOutputCollector() : null;
@@ -1138,6 +1175,11 @@ export function createGenerationService(options: {
             outputChars += part.delta.length;
             collector?.text(part.delta);
             return true;
+          case 'image-output':
+            // Counted for the estimate a stream without usage is billed; observability
+            // destinations get the text alone, the image is not kept for them.
+            outputImages += 1;
+            return true;
           case 'tool-call-start':
             collector?.toolCallStart(part.index, part.callId, part.name);
             return true;
@@ -1157,7 +1199,7 @@ export function createGenerationService(options: {
         const billed = billableUsage(
           usage as Usage | null,
           prepared.prompt.bytes,
-          outputChars,
+          { chars: outputChars, images: outputImages },
           bounds,
           // Cut short, by a failure or the client: the counts so far may not cover all the output.
           failure !== null || cancelled,
