@@ -5,7 +5,7 @@ import { standardError } from '../shared/error-envelope.js';
 import type { ChatCompletionsBody } from './chat-completions-schema.js';
 import { type ReasoningDetail, StreamedReasoningDetails } from './chat-reasoning-details.js';
 import { chatUsage, mapChatFinishReason } from './chat-usage.js';
-import { showsReasoning } from './render-chat-completion.js';
+import { chatImage, showsReasoning } from './render-chat-completion.js';
 
 const DONE = 'data: [DONE]\n\n';
 
@@ -33,6 +33,7 @@ export function createChatCompletionsStreamEncoder(
   const reasoningShown = showsReasoning(body);
   // Made at the first reasoning: most streams have none, and pay nothing for it.
   let details: StreamedReasoningDetails | undefined;
+  let images = 0;
   let finishReason: FinishReason = 'stop';
   let nativeFinishReason: string | null = null;
   let closed = false;
@@ -67,6 +68,9 @@ export function createChatCompletionsStreamEncoder(
           return detailsFrame(details.next(part));
         case 'refusal-delta':
           return part.delta === '' ? '' : `${deltaHead}"refusal":${JSON.stringify(part.delta)}${deltaTail}`;
+        case 'image-output':
+          // Each image whole, in a chunk of its own, numbered in the answer.
+          return `${deltaHead}"images":[${JSON.stringify({ ...chatImage(part), index: images++ })}]${deltaTail}`;
         case 'tool-call-start':
           return `${details ? detailsFrame(details.callStarts(part.callId)) : ''}${deltaHead}"tool_calls":[{"index":${part.index},"id":${JSON.stringify(part.callId)},"type":"function","function":{"name":${JSON.stringify(part.name)},"arguments":""}}]${deltaTail}`;
         case 'tool-call-delta':

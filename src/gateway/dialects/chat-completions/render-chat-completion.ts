@@ -1,4 +1,4 @@
-import type { GenerationResult } from '../../../spec/stream-part.js';
+import type { GeneratedImage, GenerationResult } from '../../../spec/stream-part.js';
 import type { GenerationFailure, GenerationInfo, GenerationSummary } from '../dialect.js';
 import { standardError } from '../shared/error-envelope.js';
 import type { ChatCompletionsBody } from './chat-completions-schema.js';
@@ -14,6 +14,15 @@ export function showsReasoning(body: ChatCompletionsBody): boolean {
   if (typeof exclude === 'boolean') return !exclude;
   return body.include_reasoning !== false;
 }
+
+/**
+ * A generated image as the reference's `ChatAssistantImages` entry: a base64 data URL (its media
+ * type checked by the adapter). Streamed, each entry also carries its `index` in the answer.
+ */
+export const chatImage = (image: GeneratedImage) => ({
+  type: 'image_url' as const,
+  image_url: { url: `data:${image.mediaType};base64,${image.data}` },
+});
 
 /**
  * A finished non-streamed generation as a `chat.completion` (reference §1.2, `ChatResult`). When
@@ -42,6 +51,7 @@ export function renderChatCompletion(
     reasoning: result.reasoning !== '' && shown ? result.reasoning : null,
     ...(details ? { reasoning_details: details } : {}),
     ...(toolCalls.length > 0 ? { tool_calls: toolCalls } : {}),
+    ...(result.images ? { images: result.images.map(chatImage) } : {}),
   };
   const choice = {
     index: 0,

@@ -143,6 +143,7 @@ export function createMessagesStreamEncoder(body: MessagesBody, info: Generation
       case 'finish':
         finish = { reason: part.reason, native: part.nativeReason, sequence: part.stopSequence };
         return '';
+      // A generated image has no Messages block (docs/decisions.md): it is left out, its tokens billed.
       default:
         return '';
     }

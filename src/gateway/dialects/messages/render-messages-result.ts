@@ -25,7 +25,10 @@ export interface MessagesResult {
   switchyard_metadata?: Record<string, unknown>;
 }
 
-/** A whole generation as an Anthropic `message`: thinking first, then text, then tool calls. */
+/**
+ * A whole generation as an Anthropic `message`: thinking first, then text, then tool calls. Images
+ * an image model generated have no Messages block and are left out (docs/decisions.md).
+ */
 export function renderMessagesResult(
   body: MessagesBody,
   info: GenerationInfo,

@@ -15,9 +15,11 @@ import type { ResponsesBody } from './responses-body-schema.js';
 
 /**
  * A non-streamed generation as a Response: reasoning items first (when there was reasoning; one per
- * signed block), the message (when there was text), then one function_call item per tool call,
- * each after the signed reasoning that led to it. When the output was
- * cut short the last item is `incomplete`, as OpenAI marks it.
+ * signed block), the message (when there was text), an image_generation_call item per generated
+ * image, then one function_call item per tool call, each after the signed reasoning that led to
+ * it. When the output was cut short the last item is `incomplete`, as OpenAI marks it (an image,
+ * which comes whole, stays completed). A stream keeps images where they came among the text; here
+ * the text is one message and the images follow it.
  */
 export function renderResponsesResult(
   body: ResponsesBody,
@@ -59,6 +61,14 @@ export function renderResponsesResult(
       content: [{ type: 'output_text', text: result.text, annotations: [] }],
     });
   }
+  result.images?.forEach((image, index) => {
+    output.push({
+      type: 'image_generation_call',
+      id: ids.imageGeneration(index),
+      status: 'completed',
+      result: image.data,
+    });
+  });
   // A refusal is a message of its own, as the stream sends it.
   if (result.refusal) {
     output.push({
@@ -83,7 +93,7 @@ export function renderResponsesResult(
   // Thinking after the last call (Anthropic's interleaved thinking), last.
   if (blocks && result.toolCalls.length > 0) reasoningBefore(result.toolCalls.length);
   const last = output.at(-1);
-  if (last) last.status = lastItemStatus(outcome);
+  if (last && last.type !== 'image_generation_call') last.status = lastItemStatus(outcome);
   return finishedResponse({
     info,
     echo: echoRequest(body),

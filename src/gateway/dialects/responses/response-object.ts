@@ -81,7 +81,19 @@ export interface FunctionCallItem {
   status: ItemStatus;
 }
 
-export type OutputItem = MessageItem | ReasoningItem | FunctionCallItem;
+/**
+ * A generated image (reference `OutputItemImageGenerationCall`, OpenAI's image_generation_call):
+ * `result` is its base64 data, which an upstream sends whole, so the item is completed when it
+ * is written (its `output_item.added` alone shows it in progress, without the data).
+ */
+export interface ImageGenerationCallItem {
+  type: 'image_generation_call';
+  id: string;
+  status: 'in_progress' | 'completed';
+  result: string | null;
+}
+
+export type OutputItem = MessageItem | ReasoningItem | FunctionCallItem | ImageGenerationCallItem;
 
 export type ResponseStatus = 'in_progress' | 'completed' | 'incomplete' | 'failed';
 
@@ -89,7 +101,8 @@ export interface ResponsesUsage {
   input_tokens: number;
   input_tokens_details: { cached_tokens: number; cache_write_tokens: number };
   output_tokens: number;
-  output_tokens_details: { reasoning_tokens: number };
+  /** `image_tokens` only when the answer held images. */
+  output_tokens_details: { reasoning_tokens: number; image_tokens?: number };
   total_tokens: number;
   cost: number;
   is_byok: boolean;
@@ -192,7 +205,10 @@ export function responsesUsage(summary: GenerationSummary): ResponsesUsage {
       cache_write_tokens: usage.cacheWriteTokens,
     },
     output_tokens: usage.outputTokens,
-    output_tokens_details: { reasoning_tokens: usage.reasoningTokens },
+    output_tokens_details: {
+      reasoning_tokens: usage.reasoningTokens,
+      ...(usage.imageOutputTokens ? { image_tokens: usage.imageOutputTokens } : {}),
+    },
     total_tokens: usage.inputTokens + usage.outputTokens,
     ...billedCost(summary),
     cost_details: {
@@ -263,5 +279,6 @@ export function itemIds(generationId: string) {
     message: (count: number) => numbered('msg', count),
     reasoning: (count: number) => numbered('rs', count),
     functionCall: (index: number) => `fc_${base}_${index}`,
+    imageGeneration: (count: number) => numbered('ig', count),
   };
 }

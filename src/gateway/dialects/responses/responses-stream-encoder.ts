@@ -7,6 +7,7 @@ import {
   echoRequest,
   type FunctionCallItem,
   finishedResponse,
+  type ImageGenerationCallItem,
   type ItemStatus,
   inProgressResponse,
   itemIds,
@@ -29,7 +30,8 @@ import { isLengthFailure, responsesErrorCode } from './responses-errors.js';
  *
  * One output item is open at a time. Reasoning opens a `reasoning` item (its text travels as
  * `reasoning_text`), text opens a `message`, each tool call a `function_call`; when another item
- * starts, the open one is closed with its done events. A tool call that starts while another call
+ * starts, the open one is closed with its done events. A generated image is an
+ * `image_generation_call` item written whole where it came (it arrives whole). A tool call that starts while another call
  * is still open is held back (its arguments collected) until that one ends: an upstream may stream
  * several calls' arguments interleaved, and closing a call at the next one's start had sent its
  * `function_call_arguments.done` and `output_item.done` with arguments still to come. The final `response.completed`
@@ -82,6 +84,7 @@ class ResponsesStreamEncoder implements StreamEncoder {
   #open: OpenItem | null = null;
   #messages = 0;
   #reasonings = 0;
+  #images = 0;
   /** Every tool call by its stream index, kept after closing so a late delta still counts. */
   readonly #calls = new Map<number, FunctionCallItem>();
   /** Calls started while another call was open, in the order they started. */
@@ -113,6 +116,8 @@ class ResponsesStreamEncoder implements StreamEncoder {
         return this.#seal({ text: '', signature: part.signature, format: part.format });
       case 'reasoning-redacted':
         return this.#seal({ text: '', redactedData: part.data, format: part.format });
+      case 'image-output':
+        return this.#image(part.data);
       case 'tool-call-start':
         return this.#callStart(part.index, part.callId, part.name);
       case 'tool-call-delta':
@@ -232,6 +237,34 @@ class ResponsesStreamEncoder implements StreamEncoder {
         part,
       });
     return { item, frames };
+  }
+
+  /**
+   * A generated image, after the open item closes: its item with the events OpenAI sends for one
+   * (added without the data, in_progress, generating, completed, done with the data as `result`),
+   * all at once, since the image came whole; no partial images.
+   */
+  #image(data: string): string {
+    const frames = this.#close('completed') + this.#releaseHeld('completed');
+    const outputIndex = this.#output.length;
+    const id = this.#ids.imageGeneration(this.#images++);
+    const where = { item_id: id, output_index: outputIndex };
+    const added: ImageGenerationCallItem = {
+      type: 'image_generation_call',
+      id,
+      status: 'in_progress',
+      result: null,
+    };
+    const item: ImageGenerationCallItem = { ...added, status: 'completed', result: data };
+    this.#output.push(item);
+    return (
+      frames +
+      this.#event('response.output_item.added', { output_index: outputIndex, item: added }) +
+      this.#event('response.image_generation_call.in_progress', where) +
+      this.#event('response.image_generation_call.generating', where) +
+      this.#event('response.image_generation_call.completed', where) +
+      this.#event('response.output_item.done', { output_index: outputIndex, item })
+    );
   }
 
   #callStart(index: number, callId: string, name: string): string {

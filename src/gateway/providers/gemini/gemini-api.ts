@@ -14,6 +14,8 @@ const asString = (value: unknown): string | undefined => (typeof value === 'stri
 /** A token count; Infinity (what JSON.parse makes of 1e999) is kept: billing caps counts at the context. */
 const asCount = (value: unknown): number => (typeof value === 'number' && value > 0 ? value : 0);
 
+const IMAGE_MEDIA_TYPE = /^image\/[a-z0-9.+-]{1,40}$/;
+
 /**
  * One content part of the first candidate, in the order Gemini sent them. `signature` is the part's
  * `thoughtSignature`, which the next turn must carry back on the same part (a text part may hold
@@ -63,8 +65,14 @@ export function readGeminiCandidate(reply: unknown): GeminiCandidateView | undef
       // after them. An image's signature is not kept: only a function call's is checked when it
       // comes back, and a client cannot send a generated image back in its place anyway.
       const data = asString(inline.data);
+      const mediaType = asString(inline.mimeType);
       if (part.thought !== true && data)
-        parts.push({ type: 'image', mediaType: asString(inline.mimeType) || 'image/png', data });
+        parts.push({
+          type: 'image',
+          // Spliced into data URLs by the surfaces: anything but a plain image type is not trusted.
+          mediaType: mediaType !== undefined && IMAGE_MEDIA_TYPE.test(mediaType) ? mediaType : 'image/png',
+          data,
+        });
       continue;
     }
     const text = asString(part.text) ?? '';
