@@ -1,0 +1,378 @@
+import assert from 'node:assert/strict';
+import type { ServerResponse } from 'node:http';
+import { after, before, describe, it } from 'node:test';
+import OpenAI from 'openai';
+import { startFakeUpstream, writeSse } from '../../helpers/fake-upstream.js';
+import { startTestApp, type TestApp } from '../../helpers/test-app.js';
+import { createKey, generationId, generationRecord, promptBound, sseData, usd } from './harness.js';
+
+/**
+ * Image output end to end: google/gemini-2.5-flash-image (Google AI Studio, the catalogue's prices:
+ * $0.30/M prompt, $2.50/M completion, $30/M image output) answered by a fake Gemini upstream in
+ * its wire format, seen through /chat/completions (JSON, stream, and the `openai` SDK), /responses
+ * (JSON and its event stream) and /messages, with the cost and the generation record.
+ */
+const MODEL = 'google/gemini-2.5-flash-image';
+const PROMPT_NANOS = 300;
+const COMPLETION_NANOS = 2500;
+const IMAGE_NANOS = 30_000;
+
+// A 1×1 PNG; what Gemini sends is the same shape, only longer.
+const PNG =
+  'iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==';
+const DATA_URL = `data:image/png;base64,${PNG}`;
+
+// 1,290 image tokens (one 1024×1024 image) and 9 text tokens out, 12 in.
+const USAGE = {
+  promptTokenCount: 12,
+  candidatesTokenCount: 1299,
+  totalTokenCount: 1311,
+  promptTokensDetails: [{ modality: 'TEXT', tokenCount: 12 }],
+  candidatesTokensDetails: [
+    { modality: 'IMAGE', tokenCount: 1290 },
+    { modality: 'TEXT', tokenCount: 9 },
+  ],
+};
+const INPUT_NANOS = 12 * PROMPT_NANOS;
+const OUTPUT_NANOS = 9 * COMPLETION_NANOS + 1290 * IMAGE_NANOS;
+const COST_NANOS = INPUT_NANOS + OUTPUT_NANOS;
+
+const identity = { modelVersion: 'gemini-2.5-flash-image', responseId: 'img-resp-1' };
+const candidate = (parts: unknown[], finishReason?: string) => ({
+  content: { role: 'model', parts },
+  index: 0,
+  ...(finishReason ? { finishReason } : {}),
+});
+
+/** The whole answer: text, then the image. */
+function answerWhole(response: ServerResponse) {
+  response.writeHead(200, { 'content-type': 'application/json' }).end(
+    JSON.stringify({
+      candidates: [
+        candidate(
+          [{ text: 'Here is your cat.' }, { inlineData: { mimeType: 'image/png', data: PNG } }],
+          'STOP',
+        ),
+      ],
+      usageMetadata: USAGE,
+      ...identity,
+    }),
+  );
+}
+
+/** The streamed answer: text, the image whole in one chunk, more text, then the finish with usage. */
+function answerStreamed(response: ServerResponse) {
+  const chunk = (parts: unknown[], finishReason?: string, usage?: unknown) =>
+    JSON.stringify({
+      candidates: [candidate(parts, finishReason)],
+      usageMetadata: usage ?? { promptTokenCount: 12, totalTokenCount: 12 },
+      ...identity,
+    });
+  return writeSse(response, [
+    chunk([{ text: 'Here is ' }]),
+    chunk([{ text: 'your cat.' }]),
+    chunk([{ inlineData: { mimeType: 'image/png', data: PNG } }]),
+    chunk([{ text: ' Enjoy.' }]),
+    chunk([], 'STOP', USAGE),
+  ]);
+}
+
+describe('image output from an image model, end to end', () => {
+  let gemini: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let openai: Awaited<ReturnType<typeof startFakeUpstream>>;
+  let gateway: TestApp;
+  let key: string;
+
+  before(async () => {
+    [gemini, openai] = await Promise.all([startFakeUpstream(), startFakeUpstream()]);
+    gateway = await startTestApp({
+      config: {
+        credits: { initial: 10 },
+        providers: {
+          'google-ai-studio': { api_key: 'goog-test', base_url: `${gemini.url}/v1beta` },
+          openai: { api_key: 'sk-openai-test', base_url: `${openai.url}/v1` },
+        },
+      },
+    });
+    ({ key } = await createKey(gateway));
+    gemini.handle((request, response) =>
+      request.url.includes('streamGenerateContent') ? answerStreamed(response) : answerWhole(response),
+    );
+  });
+  after(async () => {
+    await gateway.close();
+    await Promise.all([gemini.close(), openai.close()]);
+  });
+
+  const post = (path: string, body: unknown) => gateway.request('POST', `/api/v1${path}`, { key, body });
+  const drawCat = { role: 'user', content: 'Draw a cat' };
+
+  it('chat: asks Gemini for text and images with the image options, answers message.images, bills image tokens at their price', async () => {
+    const reply = await post('/chat/completions', {
+      model: MODEL,
+      messages: [drawCat],
+      modalities: ['image', 'text'],
+      image_config: { aspect_ratio: '16:9', image_size: '2K' },
+    });
+    assert.equal(reply.status, 200, reply.text);
+    const sent = gemini.requests.at(-1)!;
+    assert.equal(sent.url, '/v1beta/models/gemini-2.5-flash-image:generateContent');
+    assert.deepEqual((sent.body as any).generationConfig, {
+      responseModalities: ['TEXT', 'IMAGE'],
+      imageConfig: { aspectRatio: '16:9', imageSize: '2K' },
+    });
+    const message = reply.body.choices[0].message;
+    assert.equal(message.content, 'Here is your cat.');
+    assert.deepEqual(message.images, [{ type: 'image_url', image_url: { url: DATA_URL } }]);
+    assert.deepEqual(reply.body.usage, {
+      prompt_tokens: 12,
+      completion_tokens: 1299,
+      total_tokens: 1311,
+      prompt_tokens_details: { cached_tokens: 0, cache_write_tokens: 0 },
+      completion_tokens_details: { reasoning_tokens: 0, image_tokens: 1290 },
+      cost: usd(COST_NANOS),
+      is_byok: false,
+      cost_details: {
+        upstream_inference_cost: null,
+        upstream_inference_prompt_cost: usd(INPUT_NANOS),
+        upstream_inference_completions_cost: usd(OUTPUT_NANOS),
+      },
+    });
+    const record = await generationRecord(gateway, key, generationId(reply));
+    assert.equal(record.native_tokens_completion, 1299);
+    assert.equal(record.native_tokens_completion_images, 1290);
+    assert.equal(record.total_cost, usd(COST_NANOS));
+  });
+
+  it('chat stream: the image whole in a delta.images chunk with its index, in its place among the text', async () => {
+    const reply = await post('/chat/completions', {
+      model: MODEL,
+      messages: [drawCat],
+      modalities: ['text', 'image'],
+      stream: true,
+    });
+    assert.equal(reply.status, 200, reply.text);
+    assert.deepEqual((gemini.requests.at(-1)!.body as any).generationConfig, {
+      responseModalities: ['TEXT', 'IMAGE'],
+    });
+    const chunks = sseData(reply.text);
+    assert.equal(chunks.at(-1), '[DONE]');
+    const deltas = chunks
+      .filter((chunk) => chunk !== '[DONE]' && chunk.choices.length > 0)
+      .map((chunk) => chunk.choices[0].delta);
+    assert.deepEqual(
+      deltas.filter((delta) => delta.content || delta.images),
+      [
+        { role: 'assistant', content: 'Here is ' },
+        { role: 'assistant', content: 'your cat.' },
+        { role: 'assistant', images: [{ type: 'image_url', image_url: { url: DATA_URL }, index: 0 }] },
+        { role: 'assistant', content: ' Enjoy.' },
+      ],
+    );
+    const usage = chunks.at(-2).usage;
+    assert.deepEqual(usage.completion_tokens_details, { reasoning_tokens: 0, image_tokens: 1290 });
+    assert.equal(usage.cost, usd(COST_NANOS));
+    const record = await generationRecord(gateway, key, generationId(reply));
+    assert.equal(record.native_tokens_completion_images, 1290);
+    assert.equal(record.streamed, true);
+  });
+
+  it('chat through the openai SDK: images on the message and in the stream chunks', async () => {
+    const client = new OpenAI({ baseURL: `${gateway.url}/api/v1`, apiKey: key, maxRetries: 0 });
+    // The SDK's types know only text and audio modalities; the field goes through as given.
+    const params = { model: MODEL, messages: [{ role: 'user' as const, content: 'Draw a cat' }] };
+    const completion = await client.chat.completions.create({
+      ...params,
+      modalities: ['image', 'text'] as never,
+    });
+    const message = completion.choices[0]!.message as OpenAI.Chat.ChatCompletionMessage & {
+      images?: Array<{ image_url: { url: string } }>;
+    };
+    assert.equal(message.content, 'Here is your cat.');
+    assert.equal(message.images?.[0]?.image_url.url, DATA_URL);
+    const stream = await client.chat.completions.create({
+      ...params,
+      modalities: ['image', 'text'] as never,
+      stream: true,
+    });
+    const images: unknown[] = [];
+    let text = '';
+    for await (const chunk of stream) {
+      const delta = chunk.choices[0]?.delta as { content?: string; images?: unknown[] } | undefined;
+      text += delta?.content ?? '';
+      images.push(...(delta?.images ?? []));
+    }
+    assert.equal(text, 'Here is your cat. Enjoy.');
+    assert.deepEqual(images, [{ type: 'image_url', image_url: { url: DATA_URL }, index: 0 }]);
+  });
+
+  it('responses: an image_generation_call item after the message, image tokens in the usage', async () => {
+    const reply = await post('/responses', {
+      model: MODEL,
+      input: 'Draw a cat',
+      modalities: ['text', 'image'],
+    });
+    assert.equal(reply.status, 200, reply.text);
+    const [message, image, ...rest] = reply.body.output;
+    assert.equal(rest.length, 0);
+    assert.equal(message.type, 'message');
+    assert.equal(message.content[0].text, 'Here is your cat.');
+    assert.match(image.id, /^ig_/);
+    assert.deepEqual(image, {
+      type: 'image_generation_call',
+      id: image.id,
+      status: 'completed',
+      result: PNG,
+    });
+    assert.equal(reply.body.output_text, 'Here is your cat.');
+    assert.deepEqual(reply.body.usage.output_tokens_details, { reasoning_tokens: 0, image_tokens: 1290 });
+    assert.equal(reply.body.usage.cost, usd(COST_NANOS));
+  });
+
+  it('responses stream: the image item with its events in order, sequence numbers unbroken', async () => {
+    const reply = await post('/responses', {
+      model: MODEL,
+      input: 'Draw a cat',
+      modalities: ['text', 'image'],
+      stream: true,
+    });
+    assert.equal(reply.status, 200, reply.text);
+    const events = sseData(reply.text);
+    assert.equal(events.pop(), '[DONE]');
+    assert.deepEqual(
+      events.map((event) => event.sequence_number),
+      events.map((_, index) => index),
+    );
+    const summary = events.map((event) =>
+      event.type === 'response.output_item.added' || event.type === 'response.output_item.done'
+        ? `${event.type}:${event.item.type}:${event.output_index}`
+        : event.type,
+    );
+    assert.deepEqual(summary, [
+      'response.created',
+      'response.in_progress',
+      'response.output_item.added:message:0',
+      'response.content_part.added',
+      'response.output_text.delta',
+      'response.output_text.delta',
+      'response.output_text.done',
+      'response.content_part.done',
+      'response.output_item.done:message:0',
+      'response.output_item.added:image_generation_call:1',
+      'response.image_generation_call.in_progress',
+      'response.image_generation_call.generating',
+      'response.image_generation_call.completed',
+      'response.output_item.done:image_generation_call:1',
+      'response.output_item.added:message:2',
+      'response.content_part.added',
+      'response.output_text.delta',
+      'response.output_text.done',
+      'response.content_part.done',
+      'response.output_item.done:message:2',
+      'response.completed',
+    ]);
+    const added = events[9];
+    const done = events[13];
+    assert.deepEqual(added.item, {
+      type: 'image_generation_call',
+      id: added.item.id,
+      status: 'in_progress',
+      result: null,
+    });
+    assert.deepEqual(done.item, {
+      type: 'image_generation_call',
+      id: added.item.id,
+      status: 'completed',
+      result: PNG,
+    });
+    for (const event of events.slice(10, 13))
+      assert.deepEqual([event.item_id, event.output_index], [added.item.id, 1]);
+    const completed = events.at(-1).response;
+    assert.deepEqual(
+      completed.output.map((item: { type: string }) => item.type),
+      ['message', 'image_generation_call', 'message'],
+    );
+    assert.equal(completed.output[1].result, PNG);
+    assert.equal(completed.output_text, 'Here is your cat. Enjoy.');
+    assert.equal(completed.usage.output_tokens_details.image_tokens, 1290);
+  });
+
+  it('messages: has no image block, so the image is left out and the text answers; its tokens are billed', async () => {
+    const reply = await post('/messages', { model: MODEL, max_tokens: 2000, messages: [drawCat] });
+    assert.equal(reply.status, 200, reply.text);
+    assert.deepEqual(reply.body.content, [{ type: 'text', text: 'Here is your cat.' }]);
+    // No modalities: Gemini's default for the model stands.
+    assert.equal((gemini.requests.at(-1)!.body as any).generationConfig.responseModalities, undefined);
+    const record = await generationRecord(gateway, key, generationId(reply));
+    assert.equal(record.native_tokens_completion_images, 1290);
+    assert.equal(record.total_cost, usd(COST_NANOS));
+    const refused = await post('/messages', {
+      model: MODEL,
+      max_tokens: 50,
+      messages: [drawCat],
+      modalities: ['image'],
+    });
+    assert.equal(refused.status, 400, refused.text);
+    assert.match(refused.body.error.message, /modalities/);
+  });
+
+  it('modalities with image for a model that makes no images → 400 naming body.modalities, nothing sent', async () => {
+    const before = gemini.requests.length;
+    for (const path of ['/chat/completions', '/responses']) {
+      const body =
+        path === '/responses'
+          ? { model: 'google/gemini-2.5-flash', input: 'Draw a cat', modalities: ['image'] }
+          : { model: 'google/gemini-2.5-flash', messages: [drawCat], modalities: ['image'] };
+      const reply = await post(path, body);
+      assert.equal(reply.status, 400, reply.text);
+      assert.equal(
+        reply.body.error.message,
+        'Invalid request parameters: body.modalities asks for image output, which model "google/gemini-2.5-flash" does not produce',
+      );
+    }
+    assert.equal(gemini.requests.length, before);
+  });
+
+  it('an image model whose protocol cannot return images (OpenAI Responses) → 400 saying so, nothing sent', async () => {
+    const reply = await post('/chat/completions', {
+      model: 'openai/gpt-5-image',
+      messages: [drawCat],
+      modalities: ['image', 'text'],
+    });
+    assert.equal(reply.status, 400, reply.text);
+    assert.match(reply.body.error.message, /OpenAI Responses protocol cannot return generated images/);
+    assert.equal(openai.requests.length, 0);
+  });
+
+  it('reserves the worst case at the image price: a limit that fits a text answer refuses one that may hold images', async () => {
+    // 30 prompt tokens at most (10 bytes + 4 + 16) and 100 output tokens: $0.000259 as text
+    // (30 × 300 + 100 × 2,500 nano-dollars), $0.003009 when each output token may be an image's.
+    assert.equal(promptBound(['Draw a cat']), 30);
+    const { key: limited } = await createKey(gateway, { name: 'small', limit: 0.001 });
+    const ask = (extra: Record<string, unknown>) =>
+      gateway.request('POST', '/api/v1/chat/completions', {
+        key: limited,
+        body: { model: MODEL, messages: [drawCat], max_tokens: 100, ...extra },
+      });
+    const before = gemini.requests.length;
+    for (const extra of [{ modalities: ['image', 'text'] }, {}]) {
+      const refused = await ask(extra);
+      assert.equal(refused.status, 402, refused.text);
+      assert.match(refused.body.error.message, /Key limit exceeded/);
+    }
+    assert.equal(gemini.requests.length, before, 'nothing was sent for the refused requests');
+    gemini.handle((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          candidates: [candidate([{ text: 'A cat, in words.' }], 'STOP')],
+          usageMetadata: { promptTokenCount: 5, candidatesTokenCount: 5, totalTokenCount: 10 },
+          ...identity,
+        }),
+      );
+    });
+    const text = await ask({ modalities: ['text'] });
+    assert.equal(text.status, 200, text.text);
+    assert.deepEqual((gemini.requests.at(-1)!.body as any).generationConfig.responseModalities, ['TEXT']);
+    assert.equal(text.body.usage.cost, usd(5 * PROMPT_NANOS + 5 * COMPLETION_NANOS));
+  });
+});
