@@ -62,8 +62,8 @@ export function readGeminiCandidate(reply: unknown): GeminiCandidateView | undef
     const inline = asRecord(part.inlineData);
     if (inline) {
       // Gemini 3 Pro Image thinks in draft images (`thought: true`): what it answers with comes
-      // after them. An image's signature is not kept: only a function call's is checked when it
-      // comes back, and a client cannot send a generated image back in its place anyway.
+      // after them. An image's signature is not kept: a generated image cannot come back in an
+      // assistant turn here, and that model does not refuse a turn without its signatures.
       const data = asString(inline.data);
       const mediaType = asString(inline.mimeType);
       if (part.thought !== true && data)
