@@ -61,10 +61,10 @@ export function generationCost(pricing: EndpointPricing, usage: Usage): Generati
   const written = BigInt(Math.min(usage.cacheWriteTokens, usage.inputTokens - Number(cached)));
   const uncached = BigInt(usage.inputTokens) - cached - written;
   const reasoningTokens = BigInt(Math.min(usage.reasoningTokens, usage.outputTokens));
-  // Images are answer, not reasoning: they come out of what reasoning leaves.
-  const imageTokens = BigInt(
-    Math.min(usage.imageOutputTokens ?? 0, usage.outputTokens - Number(reasoningTokens)),
-  );
+  // Images are answer, not reasoning: they come out of what reasoning leaves. Most answers hold none.
+  const imageTokens = usage.imageOutputTokens
+    ? BigInt(Math.min(usage.imageOutputTokens, usage.outputTokens - Number(reasoningTokens)))
+    : 0n;
   const answerTokens = BigInt(usage.outputTokens) - reasoningTokens - imageTokens;
 
   const input = uncached * prompt + cached * cacheRead + written * cacheWrite + perRequest;
