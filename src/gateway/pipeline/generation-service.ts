@@ -134,12 +134,19 @@ function lastCalled(attempts: readonly AttemptRecord[]): AttemptRecord | undefin
 const storedAttempts = (attempts: AttemptRecord[]): GenerationAttempt[] =>
   attempts.map(({ shownStatus: _shown, called: _called, byok: _byok, ...attempt }) => attempt);
 
+interface PromptSize {
+  bytes: number;
+  hasMedia: boolean;
+  /** Whether it has tools or an output format, which providers frame with prompt text of their own. */
+  framed: boolean;
+}
+
 /**
  * The prompt's size in UTF-8 bytes (text, function calls and outputs, tools, a JSON schema, plus a
  * small overhead per item) and whether it holds media (images, files, audio), whose token cost
  * the bytes do not tell.
  */
-function promptSize(request: Omit<GenerationRequest, 'model'>): { bytes: number; hasMedia: boolean } {
+function promptSize(request: Omit<GenerationRequest, 'model'>): PromptSize {
   let bytes = Buffer.byteLength(request.instructions ?? '') + 16;
   let hasMedia = false;
   for (const item of request.input) {
@@ -167,15 +174,27 @@ function promptSize(request: Omit<GenerationRequest, 'model'>): { bytes: number;
   if (request.responseFormat?.type === 'json_schema') {
     bytes += Buffer.byteLength(JSON.stringify(request.responseFormat));
   }
-  return { bytes, hasMedia };
+  const framed =
+    Boolean(request.tools?.length) ||
+    (request.responseFormat !== undefined && request.responseFormat.type !== 'text');
+  return { bytes, hasMedia, framed };
 }
+
+/**
+ * Prompt tokens a provider or this gateway adds around tools and output formats, counted in the
+ * reservation's bound only: Anthropic's tool-use system prompt (~350 tokens), the one its structured
+ * outputs add, and the JSON-only instruction sent where a format has no native form.
+ */
+const FRAMING_TOKENS = 1024;
 
 /**
  * A conservative upper bound of a request's prompt tokens: a token is never shorter than one byte.
  * An image or file can fill the whole context; nothing smaller is a safe bound for one.
  */
-function promptTokenBound(size: { bytes: number; hasMedia: boolean }, contextLength: number): number {
-  return size.hasMedia ? contextLength : Math.min(contextLength, size.bytes);
+function promptTokenBound(size: PromptSize, contextLength: number): number {
+  return size.hasMedia
+    ? contextLength
+    : Math.min(contextLength, size.bytes + (size.framed ? FRAMING_TOKENS : 0));
 }
 
 /** What crossed the wire of an answer: its characters (text, reasoning, tool calls) and its images. */
@@ -462,7 +481,7 @@ export function createGenerationService(options: {
     strategy: string;
     attempts: AttemptRecord[];
     /** The prompt's size, computed once: the reservation bounds and a usage estimate use it. */
-    prompt: { bytes: number; hasMedia: boolean };
+    prompt: PromptSize;
     /** The workspace policy that applies to the key; null when the workspace has none to apply. */
     policy: EffectivePolicy | null;
     /** The request as the upstream sees it: content filters may have redacted parts of it. */

@@ -402,6 +402,25 @@ describe('the worst case reserved before the call', () => {
     assert.ok(withSchema - base >= Buffer.byteLength(JSON.stringify(schema)) * ACME_PROMPT_NANOS);
   });
 
+  it('adds 1,024 prompt tokens for the text providers wrap tools and output formats in', async () => {
+    const messages = [{ role: 'user', content: PROMPT }];
+    const base = reservedNanos(await ask({ messages, max_tokens: MAX_TOKENS }));
+    // json_object carries no schema: all it adds to the bound is the framing (a JSON-only
+    // instruction, or a provider's own structured-output prompt) and its own few bytes.
+    const jsonObject = reservedNanos(
+      await ask({ messages, max_tokens: MAX_TOKENS, response_format: { type: 'json_object' } }),
+    );
+    assert.equal(jsonObject - base, 1024 * ACME_PROMPT_NANOS);
+    const tools = [{ type: 'function', function: { name: 'f', parameters: { type: 'object' } } }];
+    const withTools = reservedNanos(await ask({ messages, max_tokens: MAX_TOKENS, tools }));
+    assert.ok(withTools - base >= 1024 * ACME_PROMPT_NANOS, `${withTools - base}`);
+    // A text format frames nothing.
+    const text = reservedNanos(
+      await ask({ messages, max_tokens: MAX_TOKENS, response_format: { type: 'text' } }),
+    );
+    assert.equal(text, base);
+  });
+
   it('reserves nothing for a zero-priced model: it passes a key too small for any priced request', async () => {
     const demo = await startTestApp({ demo: true });
     try {
