@@ -790,6 +790,47 @@ describe('OpenAI chat-completions adapter against a fake upstream', () => {
     assert.ok(last.type === 'error' && last.error.retryable);
   });
 
+  it('keeps a call whose arguments are slow to come from the first-token timeout', async () => {
+    // A server that sends the call's id and name at once, then buffers its whole argument text.
+    // A name that is no tool of the request is held until its arguments begin: the held call is a
+    // sign of life, not silence.
+    upstream.handle(async (_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.write(`data: ${chunk({ role: 'assistant', content: null })}\n\n`);
+      response.write(
+        `data: ${chunk({ tool_calls: [{ index: 0, id: 'c1', type: 'function', function: { name: 'lookup', arguments: '' } }] })}\n\n`,
+      );
+      await new Promise((resolve) => setTimeout(resolve, 400));
+      response.write(`data: ${chunk({ tool_calls: [{ index: 0, function: { arguments: '{}' } }] })}\n\n`);
+      response.write(`data: ${chunk({}, 'tool_calls')}\n\ndata: [DONE]\n\n`);
+      response.end();
+    });
+    const timeouts = { headersMs: 2000, firstTokenMs: 250, idleMs: 5000 };
+    const parts = await collect(adapter.stream(call({ timeouts })));
+    assert.deepEqual(
+      parts.filter((part) => part.type.startsWith('tool-call')).map((part) => part.type),
+      ['tool-call-start', 'tool-call-delta', 'tool-call-end'],
+    );
+    // Named as one of the request's tools ("weather"), it starts with its first delta.
+    upstream.handle(async (_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.write(
+        `data: ${chunk({ tool_calls: [{ index: 0, id: 'c1', type: 'function', function: { name: 'weather', arguments: '' } }] })}\n\n`,
+      );
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      response.write(`data: ${chunk({ tool_calls: [{ index: 0, function: { arguments: '{}' } }] })}\n\n`);
+      response.write(`data: ${chunk({}, 'tool_calls')}\n\ndata: [DONE]\n\n`);
+      response.end();
+    });
+    const stream = adapter.stream(call({ timeouts }))[Symbol.asyncIterator]();
+    const began = Date.now();
+    let first = await stream.next();
+    while (!first.done && first.value.type === 'response-metadata') first = await stream.next();
+    assert.deepEqual(first.value, { type: 'tool-call-start', index: 0, callId: 'c1', name: 'weather' });
+    assert.ok(Date.now() - began < 250, 'the start did not wait for the arguments');
+    while (!(await stream.next()).done);
+  });
+
   it('throws a timeout when no output arrives before the first-token timeout, and when headers never come', async () => {
     upstream.handle(async (_request, response) => {
       response.writeHead(200, { 'content-type': 'text/event-stream' });

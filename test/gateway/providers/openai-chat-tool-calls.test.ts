@@ -50,6 +50,25 @@ describe('OpenAI-compatible tool-call reader', () => {
     assert.deepEqual(reader.end(), [{ type: 'tool-call-end', index: 0 }]);
   });
 
+  it("starts a call at once when its name is one of the request's tools that begins no other", () => {
+    const reader = createToolCallReader(['get_weather', 'search', 'search_web']);
+    assert.deepEqual(reader.read({ index: 0, id: 'c1', name: 'get_weather', arguments: '' }), [
+      { type: 'tool-call-start', index: 0, callId: 'c1', name: 'get_weather' },
+    ]);
+    // "search" begins "search_web": the call waits for its arguments, so a piece "_web" can join it.
+    assert.deepEqual(reader.read({ index: 1, id: 'c2', name: 'search', arguments: '' }), []);
+    assert.deepEqual(reader.read({ index: 1, name: '_web' }), [
+      { type: 'tool-call-start', index: 1, callId: 'c2', name: 'search_web' },
+    ]);
+    // A first piece that is a whole name of none of the tools waits; it starts once the pieces
+    // make one.
+    const pieces = createToolCallReader(['get_weather']);
+    assert.deepEqual(pieces.read({ index: 0, id: 'c3', name: 'get_' }), []);
+    assert.deepEqual(pieces.read({ index: 0, name: 'weather' }), [
+      { type: 'tool-call-start', index: 0, callId: 'c3', name: 'get_weather' },
+    ]);
+  });
+
   it("starts OpenAI's form (id and whole name, then argument pieces) with its first argument piece", () => {
     const reader = createToolCallReader();
     assert.deepEqual(reader.read({ index: 0, id: 'c1', name: 'get_weather', arguments: '' }), []);

@@ -97,7 +97,7 @@ export function createOpenAiChatAdapter(
         let finish: string | undefined;
         let sawDone = false;
         let identified = false;
-        const toolCalls = createToolCallReader();
+        const toolCalls = createToolCallReader(call.request.tools?.map((tool) => tool.name));
         for await (const event of events) {
           if (event.data === '[DONE]') {
             // A stream that ends before its first chunk answered nothing: a bad answer to fail over
@@ -140,7 +140,10 @@ export function createOpenAiChatAdapter(
             yield { type: 'refusal-delta', delta: choice.refusal };
           }
           for (const toolCall of choice.toolCalls) {
-            for (const part of toolCalls.read(toolCall)) {
+            const parts = toolCalls.read(toolCall);
+            // A named call held for the rest of its name is the answer begun, not silence.
+            if (parts.length === 0 && toolCall.name) guard.begun();
+            for (const part of parts) {
               guard.output();
               yield part;
             }

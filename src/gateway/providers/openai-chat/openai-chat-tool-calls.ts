@@ -30,14 +30,34 @@ interface Call {
  * send the id first and the name in a later delta, some the name in pieces (the first piece perhaps
  * with the id), some the arguments before the name. Name pieces are joined until the call's
  * argument text begins, and it starts then; OpenAI's own form (id and whole name in the first
- * delta, `arguments: ""`, then the argument pieces) so starts with its first argument piece.
+ * delta, `arguments: ""`, then the argument pieces) so starts with its first argument piece, or at
+ * once when its name is one of the request's tools (`declared`) that begins no other: a server that
+ * buffers a long argument text does not hold the call's start (nor its first-token timer) for it.
  * Arguments that came before any name wait with it until the name comes. A call still held when
  * another call begins, when the upstream gives its finish reason, or when the stream ends starts
  * with what is known. A later delta that repeats the whole name (MiniMax through NVIDIA NIM sends
  * it on every chunk) adds nothing.
  */
-export function createToolCallReader() {
+/**
+ * The names that begin no other name of the list. Sorted, a name that begins others is followed
+ * by one of them, so one pass over neighbours finds them (linear after the sort, however many tools).
+ */
+function wholeNames(declared: readonly string[]): Set<string> {
+  const sorted = [...new Set(declared)].sort();
+  const whole = new Set<string>();
+  for (let at = 0; at < sorted.length; at += 1) {
+    const name = sorted[at] as string;
+    const next = sorted[at + 1];
+    if (name !== '' && (next === undefined || !next.startsWith(name))) whole.add(name);
+  }
+  return whole;
+}
+
+export function createToolCallReader(declared: readonly string[] = []) {
   const calls: Call[] = [];
+  // A name that is one of the request's tools and begins none of the others is whole: its call
+  // starts at once, without waiting for its first argument piece.
+  const whole = wholeNames(declared);
   const upstreamIndexes = new Map<number, number>();
   /** Calls before this one have all started: a stream of many calls is read in linear time. */
   let firstUnstarted = 0;
@@ -91,6 +111,7 @@ export function createToolCallReader() {
         };
         calls.push(call);
         upstreamIndexes.set(delta.index, index);
+        if (whole.has(call.name)) start(call, out);
       } else if (!call.started) {
         if (delta.id !== undefined && !call.ownId) {
           call.id = delta.id;
@@ -98,7 +119,7 @@ export function createToolCallReader() {
         }
         if (delta.name && delta.name !== call.name) call.name += delta.name;
         // Arguments that came first were waiting for the name: once it comes it is the whole name.
-        if (call.held && call.name) start(call, out);
+        if ((call.held && call.name) || whole.has(call.name)) start(call, out);
       }
       if (delta.arguments) {
         if (call.started) {

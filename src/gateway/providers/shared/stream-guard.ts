@@ -40,6 +40,15 @@ export function guardStream(call: AdapterCall) {
       clearTimeout(timer);
     },
     /**
+     * The upstream has begun its answer with something held back until it is whole (a tool call
+     * whose name may come in pieces): the first-token timer stops, as at the first output, but
+     * nothing is committed, so a failure before the first output still fails over. The idle
+     * timeout still ends an upstream that then goes quiet.
+     */
+    begun() {
+      if (!started) clearTimeout(timer);
+    },
+    /**
      * The upstream shows it is working on an answer it has not begun to send (a reasoning model's
      * keepalive): the first-token timer starts over, so that long reasoning is not taken for a dead
      * upstream. Nothing is committed: the stream may still fail over until its first output.
