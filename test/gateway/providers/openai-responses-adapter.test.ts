@@ -645,7 +645,7 @@ describe('OpenAI Responses adapter against a fake upstream', () => {
     upstream.handle(async (_request, response) => {
       response.writeHead(200, { 'content-type': 'text/event-stream' });
       response.write(frame(created, 0));
-      for (let beat = 1; !stop && beat < 100; beat++) {
+      for (let beat = 1; !stop && beat < 200; beat++) {
         await new Promise((resolve) => setTimeout(resolve, 20));
         response.write(frame({ type: 'keepalive' }, beat));
       }
@@ -653,13 +653,15 @@ describe('OpenAI Responses adapter against a fake upstream', () => {
     });
     const started = Date.now();
     await assert.rejects(
-      collect(adapter.stream(call({ timeouts: { headersMs: 2000, firstTokenMs: 50, idleMs: 5000 } }))),
+      collect(adapter.stream(call({ timeouts: { headersMs: 2000, firstTokenMs: 150, idleMs: 5000 } }))),
       (caught: unknown) => caught instanceof UpstreamError && caught.kind === 'timeout',
     );
     stop = true;
     const waited = Date.now() - started;
-    // Ended by the cap (a timeout), not by the upstream closing after its hundred keepalives.
-    assert.ok(waited >= 450, `signs of life stretched the wait (${waited} ms)`);
+    // Ended by the cap of ten first-token timeouts (a timeout), not by the upstream closing after its
+    // four seconds of keepalives. A beat every 20 ms against a 150 ms timeout leaves room for a
+    // loaded machine's late timers.
+    assert.ok(waited >= 1350 && waited < 3500, `signs of life stretched the wait (${waited} ms)`);
   });
 });
 
