@@ -8,19 +8,25 @@ import type { RecordedRequest } from './fake-upstream.js';
  * the reply's text (after a thinking block when `thinking` is on), whole or streamed.
  *
  * The checks are the documented ones (https://platform.claude.com/docs/en/build-with-claude/structured-outputs,
- * "JSON Schema limitations" and "Feature compatibility"): `output_config.format` holds `type:
- * "json_schema"` and a `schema`, nothing else; every object sets `additionalProperties: false`; no
- * numeric bounds, string lengths, array bounds beyond a `minItems` of 0 or 1, composition other
- * than `anyOf` and `allOf`, string formats outside Anthropic's list, non-primitive `enum` values or
- * references outside the schema; no prefilled assistant turn. The deprecated top-level
- * `output_format` is taken only with its beta header. A refused keyword is reported in Anthropic's
- * own words ("…schema: For 'integer' type, property 'minimum' is not supported"); the other
- * messages are the fake's.
+ * "JSON Schema limitations", "Schema validation errors" and "Feature compatibility"):
+ * `output_config.format` holds `type: "json_schema"` and a `schema`, nothing else; every node has a
+ * type (or `anyOf`, `allOf`, `enum`, `const`, `$ref`), whatever its place, the root included; every
+ * object sets `additionalProperties: false`; no numeric bounds, string lengths, array bounds beyond a
+ * `minItems` of 0 or 1, composition other than `anyOf` and `allOf`, string formats outside
+ * Anthropic's list, non-primitive `enum` values, references outside the schema or to nothing in it,
+ * or recursion (a `$ref` leading back into a schema that holds it: "Too many recursive definitions
+ * in schema"); no prefilled assistant turn. A strict tool's `input_schema` is held to the same
+ * rules, and every tool's to an object at its root (`type: "object"`, no `anyOf`, `oneOf` or
+ * `allOf` at the top level), strict or not; a non-strict schema compiles to no grammar, so
+ * recursion is fine there. The deprecated top-level `output_format` is taken only with its beta
+ * header. A refused keyword, a tool's root and recursion are reported in Anthropic's own words
+ * ("…schema: For 'integer' type, property 'minimum' is not supported", "tools.0.custom.input_schema.type:
+ * Input should be 'object'"); the other messages are the fake's.
  */
 export function structuredAnthropic(answer: string) {
   return (request: RecordedRequest, response: ServerResponse): void => {
     const body = request.body as Record<string, any>;
-    const problem = outputFormatProblem(body, String(request.headers['anthropic-beta'] ?? ''));
+    const problem = structuredOutputProblem(body, String(request.headers['anthropic-beta'] ?? ''));
     if (problem !== undefined) {
       response
         .writeHead(400, { 'content-type': 'application/json' })
@@ -127,11 +133,37 @@ const UNSUPPORTED = [
   'else',
 ];
 
+/** Keywords that give a node its type, one of which every node must have. */
+const TYPED_BY = ['type', 'anyOf', 'allOf', 'enum', 'const', '$ref'];
+
 const isObject = (value: unknown): value is Record<string, any> =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
-/** The message of the 400 Anthropic answers to this body's output format, or undefined. */
-export function outputFormatProblem(body: Record<string, any>, beta: string): string | undefined {
+/** The message of the 400 Anthropic answers to this body's output format or tools, or undefined. */
+export function structuredOutputProblem(body: Record<string, any>, beta: string): string | undefined {
+  return outputFormatProblem(body, beta) ?? toolsProblem(body.tools);
+}
+
+function toolsProblem(tools: unknown): string | undefined {
+  if (!Array.isArray(tools)) return undefined;
+  for (const [index, tool] of tools.entries()) {
+    // Server tools (web search, code execution…) carry a versioned type and no input_schema.
+    if (!isObject(tool) || (tool.type !== undefined && tool.type !== 'custom')) continue;
+    const at = `tools.${index}.custom.input_schema`;
+    const schema = tool.input_schema;
+    if (!isObject(schema)) return `${at}: Input should be a valid dictionary`;
+    if (schema.type !== 'object') return `${at}.type: Input should be 'object'`;
+    if ('oneOf' in schema || 'allOf' in schema || 'anyOf' in schema)
+      return `${at}: input_schema does not support oneOf, allOf, or anyOf at the top level`;
+    if (tool.strict === true) {
+      const problem = grammarProblem(schema, at);
+      if (problem !== undefined) return problem;
+    }
+  }
+  return undefined;
+}
+
+function outputFormatProblem(body: Record<string, any>, beta: string): string | undefined {
   if (body.output_format !== undefined && !beta.includes('structured-outputs-2025-11-13'))
     return 'output_format: Extra inputs are not permitted';
   const config = body.output_config;
@@ -151,13 +183,18 @@ export function outputFormatProblem(body: Record<string, any>, beta: string): st
   const last = Array.isArray(body.messages) ? body.messages.at(-1) : undefined;
   if (last?.role === 'assistant')
     return 'Prefilling the assistant message is not supported when using structured outputs';
-  return schemaProblem(format.schema, `${where}.schema`);
+  return grammarProblem(format.schema, `${where}.schema`);
+}
+
+/** What Anthropic refuses in a schema it compiles into a grammar: recursion first, then each node. */
+function grammarProblem(schema: Record<string, any>, path: string): string | undefined {
+  return referenceProblem(schema, path) ?? schemaProblem(schema, path);
 }
 
 function schemaProblem(node: unknown, path: string): string | undefined {
   if (!isObject(node)) return `${path}: a schema must be an object`;
   if (node.$ref !== undefined) {
-    if (typeof node.$ref !== 'string' || !node.$ref.startsWith('#/'))
+    if (typeof node.$ref !== 'string' || !node.$ref.startsWith('#'))
       return `${path}: External $ref is not supported (${JSON.stringify(node.$ref)})`;
   }
   const types: unknown[] = Array.isArray(node.type) ? node.type : [node.type ?? 'any'];
@@ -165,6 +202,8 @@ function schemaProblem(node: unknown, path: string): string | undefined {
     if (keyword in node)
       return `${path}: For '${String(types[0])}' type, property '${keyword}' is not supported`;
   }
+  if (!TYPED_BY.some((keyword) => keyword in node))
+    return `${path}: Invalid schema: Schema type is missing for schema: ${JSON.stringify(node)}`;
   if (node.minItems !== undefined && node.minItems !== 0 && node.minItems !== 1)
     return `${path}: For 'array' type, 'minItems' values other than 0 or 1 are not supported`;
   if (types.includes('object') && node.additionalProperties !== false)
@@ -191,4 +230,66 @@ function schemaProblem(node: unknown, path: string): string | undefined {
     if (problem !== undefined) return problem;
   }
   return undefined;
+}
+
+/** The schemas a node holds (the keywords the grammar reads), which a reference may lead into. */
+function subschemas(node: Record<string, any>): unknown[] {
+  const held: unknown[] = [];
+  for (const key of ['properties', '$defs', 'definitions'])
+    if (isObject(node[key])) held.push(...Object.values(node[key]));
+  for (const key of ['anyOf', 'allOf']) if (Array.isArray(node[key])) held.push(...node[key]);
+  if (node.items !== undefined) held.push(node.items);
+  return held;
+}
+
+/**
+ * What the `$ref` `ref` names in `root` (a JSON Pointer in a URI fragment: percent-decoded, then
+ * `~1` read as `/` and `~0` as `~`), or undefined when it names nothing.
+ */
+function referenced(root: Record<string, any>, ref: string): unknown {
+  let pointer: string;
+  try {
+    pointer = decodeURIComponent(ref.slice(1));
+  } catch {
+    return undefined;
+  }
+  if (pointer === '') return root;
+  if (!pointer.startsWith('/')) return undefined;
+  let at: unknown = root;
+  for (const token of pointer.split('/').slice(1)) {
+    const key = token.replace(/~1/g, '/').replace(/~0/g, '~');
+    if (typeof at !== 'object' || at === null || !Object.hasOwn(at, key)) return undefined;
+    at = (at as Record<string, unknown>)[key];
+  }
+  return at;
+}
+
+/**
+ * A reference to nothing, or recursion: the schema expanded from its root, each `$ref` replaced by
+ * what it names, reaches a node it is already inside of. `inside` holds the nodes of the expansion
+ * under way; a node expanded once is not expanded again.
+ */
+function referenceProblem(root: Record<string, any>, path: string): string | undefined {
+  const inside = new Set<unknown>();
+  const expanded = new Set<unknown>();
+  const expand = (node: unknown): string | undefined => {
+    if (!isObject(node) || expanded.has(node)) return undefined;
+    if (inside.has(node)) return `${path}: Too many recursive definitions in schema`;
+    inside.add(node);
+    const next = [...subschemas(node)];
+    if (typeof node.$ref === 'string' && node.$ref.startsWith('#')) {
+      const target = referenced(root, node.$ref);
+      if (!isObject(target))
+        return `${path}: Invalid schema: Reference to non-existent definition: ${node.$ref}`;
+      next.push(target);
+    }
+    for (const child of next) {
+      const problem = expand(child);
+      if (problem !== undefined) return problem;
+    }
+    inside.delete(node);
+    expanded.add(node);
+    return undefined;
+  };
+  return expand(root);
 }

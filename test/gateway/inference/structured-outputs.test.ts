@@ -38,6 +38,36 @@ const PERSON = {
 };
 
 /**
+ * A tree as OpenAI's strict mode takes it, each node's children nodes again: a recursive schema,
+ * which Anthropic's grammar has no form for.
+ */
+const TREE = {
+  type: 'object',
+  properties: { root: { $ref: '#/$defs/node' } },
+  required: ['root'],
+  additionalProperties: false,
+  $defs: {
+    node: {
+      type: 'object',
+      properties: {
+        value: { type: 'string' },
+        children: { type: 'array', items: { $ref: '#/$defs/node' } },
+      },
+      required: ['value', 'children'],
+      additionalProperties: false,
+    },
+  },
+};
+
+/** A linked list through the root itself (`$ref: "#"`). */
+const LINKED_LIST = {
+  type: 'object',
+  properties: { value: { type: 'number' }, next: { anyOf: [{ $ref: '#' }, { type: 'null' }] } },
+  required: ['value', 'next'],
+  additionalProperties: false,
+};
+
+/**
  * Structured output requested through the OpenAI-style surfaces and served by Anthropic, against a
  * fake Anthropic that refuses a malformed output format with a 400 as the real one does.
  */
@@ -118,6 +148,39 @@ describe('structured outputs served by Anthropic', () => {
       ],
     });
     assert.equal(prefill.status, 400);
+
+    // Recursion, whichever way the $ref leads back, and a $ref to nothing.
+    const format = (schema: Record<string, unknown>) => ({
+      output_config: { format: { type: 'json_schema', schema } },
+    });
+    for (const schema of [TREE, LINKED_LIST]) {
+      const recursive = await ask(format(schema));
+      assert.equal(recursive.status, 400);
+      assert.match(recursive.message, /Too many recursive definitions in schema/);
+    }
+    const dangling = { ...fine, properties: { a: { $ref: '#/$defs/missing' } } };
+    assert.match((await ask(format(dangling))).message, /Reference to non-existent definition/);
+    // Any type at the root of the format, as at any node, but a type there must be.
+    const list = { type: 'array', items: fine };
+    assert.equal((await ask(format(list))).status, 200);
+    assert.match((await ask(format({ description: 'x' }))).message, /Schema type is missing/);
+
+    // Tools: an object at the root of every one; a strict one's schema compiled like the format's.
+    const tool = (input_schema: Record<string, unknown>, strict?: boolean) => ({
+      tools: [{ name: 't', input_schema, ...(strict ? { strict } : {}) }],
+    });
+    assert.equal((await ask(tool(fine, true))).status, 200);
+    assert.match(
+      (await ask(tool({ $ref: '#/$defs/a', $defs: { a: fine } }, true))).message,
+      /^tools\.0\.custom\.input_schema\.type: Input should be 'object'$/,
+    );
+    assert.match((await ask(tool(list))).message, /input_schema\.type: Input should be 'object'/);
+    assert.match(
+      (await ask(tool({ type: 'object', anyOf: [fine] }))).message,
+      /does not support oneOf, allOf, or anyOf at the top level/,
+    );
+    assert.match((await ask(tool(TREE, true))).message, /Too many recursive definitions in schema/);
+    assert.equal((await ask(tool(TREE))).status, 200, 'a schema that is not strict compiles to no grammar');
   });
 
   it('chat completions: a json_schema format reaches Anthropic as output_config.format and comes back as JSON', async () => {
