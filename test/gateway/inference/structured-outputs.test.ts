@@ -392,6 +392,75 @@ describe('structured outputs served by Anthropic', () => {
     assert.equal(sent.output_config, undefined);
     assert.match(String(sent.system), /It must conform to this JSON Schema, "scores"/);
   });
+
+  it('a recursive schema is asked for in the instructions, whichever surface sends it and however it recurses', async () => {
+    const chat = await post('/api/v1/chat/completions', {
+      model: CLAUDE,
+      messages,
+      response_format: { type: 'json_schema', json_schema: { name: 'tree', strict: true, schema: TREE } },
+    });
+    assert.equal(chat.status, 200, chat.text);
+    assert.equal(chat.body.choices[0].message.content, ANSWER);
+    assert.equal(sent().output_config, undefined);
+    assert.ok(
+      sent().system.endsWith(`It must conform to this JSON Schema, "tree": ${JSON.stringify(TREE)}`),
+      sent().system,
+    );
+
+    const responses = await post('/api/v1/responses', {
+      model: CLAUDE,
+      input: 'A list?',
+      text: { format: { type: 'json_schema', name: 'list', strict: true, schema: LINKED_LIST } },
+      stream: true,
+    });
+    assert.equal(responses.status, 200, responses.text);
+    assert.equal(sent().output_config, undefined);
+    assert.ok(sent().system.endsWith(`"list": ${JSON.stringify(LINKED_LIST)}`), sent().system);
+
+    // A person in a team of persons, as zod-to-json-schema writes it (draft-07 definitions).
+    const organisation = {
+      type: 'object',
+      properties: { head: { $ref: '#/definitions/Person' } },
+      required: ['head'],
+      definitions: {
+        Person: {
+          type: 'object',
+          properties: { name: { type: 'string' }, team: { $ref: '#/definitions/Team' } },
+        },
+        Team: {
+          type: 'object',
+          properties: { members: { type: 'array', items: { $ref: '#/definitions/Person' } } },
+        },
+      },
+    };
+    const reply = await post('/api/v1/messages', {
+      model: CLAUDE,
+      max_tokens: 200,
+      messages: [{ role: 'user', content: 'Who?' }],
+      output_config: { format: { type: 'json_schema', schema: organisation } },
+    });
+    assert.equal(reply.status, 200, reply.text);
+    assert.equal(reply.body.content[0].text, ANSWER);
+    assert.equal(sent().output_config, undefined);
+    assert.ok(sent().system.endsWith(JSON.stringify(organisation)), sent().system);
+  });
+
+  it('a strict tool with a recursive schema goes without strict, as the client wrote it; the others stay strict', async () => {
+    const lookup = { type: 'object', properties: { query: { type: 'string' } }, required: ['query'] };
+    const reply = await post('/api/v1/chat/completions', {
+      model: CLAUDE,
+      messages,
+      tools: [
+        { type: 'function', function: { name: 'save_tree', parameters: TREE, strict: true } },
+        { type: 'function', function: { name: 'lookup', parameters: lookup, strict: true } },
+      ],
+    });
+    assert.equal(reply.status, 200, reply.text);
+    assert.deepEqual(sent().tools, [
+      { name: 'save_tree', input_schema: TREE },
+      { name: 'lookup', input_schema: { ...lookup, additionalProperties: false }, strict: true },
+    ]);
+  });
 });
 
 /** `/messages` structured output served by an OpenAI-compatible upstream, which gets `response_format`. */

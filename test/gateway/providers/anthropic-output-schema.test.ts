@@ -197,4 +197,153 @@ describe("a response format's schema as Anthropic's structured outputs take it",
       /at #\/properties\/v: anyOf, oneOf and allOf go one to a node/,
     );
   });
+
+  const refused = (schema: Record<string, unknown>, pattern: RegExp) =>
+    assert.throws(
+      () => anthropicOutputSchema(schema),
+      (error: unknown) => error instanceof UnsupportedRequestError && pattern.test(error.message),
+    );
+  /** A closed object with one property `next`, `$ref` what it takes. */
+  const node = (ref: string) => ({
+    type: 'object',
+    properties: { next: { $ref: ref } },
+    additionalProperties: false,
+  });
+
+  it('refuses a recursive schema, whichever way its $ref leads back, and keeps $refs that only share', () => {
+    const recursive = /recursive schemas are not supported/;
+    // A linked list through the root itself, and a tree through a definition (OpenAI's strict mode takes both).
+    refused(
+      {
+        type: 'object',
+        properties: { value: { type: 'number' }, next: { anyOf: [{ $ref: '#' }, { type: 'null' }] } },
+      },
+      /at #\/properties\/next\/anyOf\/0: recursive schemas are not supported: .* comes back to #$/,
+    );
+    refused(
+      {
+        type: 'object',
+        properties: { root: { $ref: '#/$defs/node' } },
+        $defs: {
+          node: {
+            type: 'object',
+            properties: { children: { type: 'array', items: { $ref: '#/$defs/node' } } },
+          },
+        },
+      },
+      recursive,
+    );
+    // Through another definition, draft-07 style; from a root that is itself a $ref; to itself.
+    refused(
+      {
+        type: 'object',
+        properties: { head: { $ref: '#/definitions/Person' } },
+        definitions: {
+          Person: { type: 'object', properties: { team: { $ref: '#/definitions/Team' } } },
+          Team: {
+            type: 'object',
+            properties: { members: { type: 'array', items: { $ref: '#/definitions/Person' } } },
+          },
+        },
+      },
+      recursive,
+    );
+    refused({ $ref: '#/$defs/list', $defs: { list: node('#/$defs/list') } }, recursive);
+    refused({ $ref: '#' }, recursive);
+    refused({ ...node('#/$defs/a'), $defs: { a: { $ref: '#/$defs/a' } } }, recursive);
+    // To a node the $ref is inside of, by its path rather than a definition.
+    refused({ type: 'object', properties: { tree: node('#/properties/tree') } }, recursive);
+    // Names with JSON Pointer escapes (~1 is "/", ~0 is "~", ~01 is "~1") and percent-encoding.
+    for (const [name, ref] of [
+      ['a/b', '#/$defs/a~1b'],
+      ['a~b', '#/$defs/a~0b'],
+      ['a~1b', '#/$defs/a~01b'],
+      ['my node', '#/$defs/my%20node'],
+      ['node', '#/%24defs/%6E%6F%64%65'],
+    ] as const)
+      refused({ ...node(ref), $defs: { [name]: node(ref) } }, recursive);
+
+    // A definition used twice, a chain of them, an escaped name, a sibling property: no recursion.
+    const shared = {
+      type: 'object',
+      properties: {
+        home: { $ref: '#/$defs/address' },
+        work: { $ref: '#/$defs/address' },
+        origin: { $ref: '#/$defs/a~1b' },
+        copy: { $ref: '#/properties/name' },
+        name: { type: 'string' },
+      },
+      $defs: {
+        address: { type: 'object', properties: { city: { $ref: '#/$defs/city' } } },
+        city: { type: 'string' },
+        'a/b': { type: 'string' },
+      },
+    };
+    const reshaped = anthropicOutputSchema(shared);
+    assert.deepEqual((reshaped.properties as Record<string, unknown>).copy, { $ref: '#/properties/name' });
+    assert.deepEqual((reshaped.$defs as Record<string, unknown>).address, {
+      type: 'object',
+      properties: { city: { $ref: '#/$defs/city' } },
+      additionalProperties: false,
+    });
+  });
+
+  it('refuses a $ref that names no schema in what Anthropic receives', () => {
+    const nothing = /names no schema in the document/;
+    const pointing = (ref: string, extra: Record<string, unknown> = {}) => ({
+      type: 'object',
+      properties: { shape: { oneOf: [{ type: 'string' }, { type: 'number' }] }, x: { $ref: ref } },
+      $defs: { a: { type: 'string' } },
+      ...extra,
+    });
+    refused(
+      pointing('#/$defs/missing'),
+      /at #\/properties\/x: the \$ref "#\/\$defs\/missing" names no schema/,
+    );
+    // Not a pointer (an $anchor name), not percent-encoding, a map of schemas, not an index.
+    for (const ref of [
+      '#a',
+      '#/$defs/%E0%A4%A',
+      '#/$defs',
+      '#/properties/shape/anyOf/01',
+      '#/properties/shape/anyOf/2',
+    ])
+      refused(pointing(ref), nothing);
+    // oneOf is anyOf once reshaped, and patternProperties went into a description as text.
+    refused(pointing('#/properties/shape/oneOf/0'), nothing);
+    refused(pointing('#/patternProperties/p', { patternProperties: { p: { type: 'string' } } }), nothing);
+    // The same pointers into what was kept resolve.
+    assert.doesNotThrow(() => anthropicOutputSchema(pointing('#/properties/shape/anyOf/1')));
+    assert.doesNotThrow(() => anthropicOutputSchema(pointing('#/$defs/a')));
+  });
+
+  it('judges a hostile schema in linear time, and never past the stack', { timeout: 20_000 }, () => {
+    // 50,000 definitions, each naming the next: fine, until the last names the first.
+    const count = 50_000;
+    const chain = (closed: boolean) => {
+      const $defs: Record<string, unknown> = {};
+      for (let i = 0; i < count; i++)
+        $defs[`d${i}`] =
+          i < count - 1
+            ? { $ref: `#/$defs/d${i + 1}` }
+            : closed
+              ? { $ref: '#/$defs/d0' }
+              : { type: 'string' };
+      return { type: 'object', properties: { start: { $ref: '#/$defs/d0' } }, $defs };
+    };
+    assert.equal(Object.keys(anthropicOutputSchema(chain(false)).$defs as object).length, count);
+    refused(chain(true), /at #\/\$defs\/d49999: recursive schemas are not supported/);
+    // Each of 64 definitions names the next twice: 2^64 paths through 128 $refs, walked once each.
+    const $defs: Record<string, unknown> = { d64: { type: 'string' } };
+    for (let i = 0; i < 64; i++)
+      $defs[`d${i}`] = {
+        type: 'object',
+        properties: { left: { $ref: `#/$defs/d${i + 1}` }, right: { $ref: `#/$defs/d${i + 1}` } },
+      };
+    assert.doesNotThrow(() => anthropicOutputSchema({ $ref: '#/$defs/d0', $defs }));
+    // Nested 50,000 levels deep (a body could not be, but the function holds its own).
+    let deep: Record<string, unknown> = { type: 'string' };
+    for (let i = 0; i < count; i++) deep = { type: 'array', items: deep };
+    refused(deep, /schemas nest at most 128 levels deep/);
+  });
 });

@@ -13,12 +13,21 @@ import { UnsupportedRequestError } from '../../../spec/upstream-error.js';
  * `definitions` (draft-07, zod-to-json-schema) are kept and reshaped like `$defs`, where the helper
  * would flatten them into a description and leave their `$ref`s dangling; and a type list
  * (`["object", "null"]`) gets what each of its types needs. What cannot be expressed at all (a node
- * with no type, an object whose other properties follow a schema, a `$ref` outside the document)
- * is refused, naming the node.
+ * with no type, an object whose other properties follow a schema, a `$ref` outside the document or
+ * to nothing in it, a recursive schema) is refused, naming the node.
  */
 export function anthropicOutputSchema(schema: Record<string, unknown>): Record<string, unknown> {
-  return reshape(schema, '#');
+  const reshaped = reshape(schema, '#', 0);
+  refuseDanglingOrRecursiveReferences(reshaped);
+  return reshaped;
 }
+
+/**
+ * Past this many nested schemas the reshaping (a recursion) refuses rather than risk the stack.
+ * Request bodies nest at most 128 JSON levels (decisions.md), two or more per schema level, so no
+ * schema a client can send comes near it; it keeps this function safe whoever calls it.
+ */
+const MAX_DEPTH = 128;
 
 /** The string formats Anthropic's grammars know. */
 const STRING_FORMATS = new Set([
@@ -48,8 +57,9 @@ function refuse(path: string, what: string): never {
 }
 
 /** One node, reshaped into a new object; the client's schema is left as it was. */
-function reshape(node: unknown, path: string): Schema {
+function reshape(node: unknown, path: string, depth: number): Schema {
   if (!isSchema(node)) return refuse(path, 'a schema must be an object');
+  if (depth > MAX_DEPTH) return refuse(path, `schemas nest at most ${MAX_DEPTH} levels deep`);
   // What is left in `rest` after the supported keywords are taken goes to the description.
   const rest: Schema = { ...node };
   const take = (key: string): unknown => {
@@ -67,7 +77,7 @@ function reshape(node: unknown, path: string): Schema {
     out[key] = Object.fromEntries(
       Object.entries(definitions).map(([name, definition]) => [
         name,
-        reshape(definition, `${path}/${key}/${name}`),
+        reshape(definition, `${path}/${key}/${name}`, depth + 1),
       ]),
     );
   }
@@ -97,10 +107,12 @@ function reshape(node: unknown, path: string): Schema {
   if ([anyOf, oneOf, allOf].filter(Array.isArray).length > 1)
     return refuse(path, 'anyOf, oneOf and allOf go one to a node, not beside each other');
 
-  if (Array.isArray(anyOf)) out.anyOf = anyOf.map((variant, i) => reshape(variant, `${path}/anyOf/${i}`));
+  if (Array.isArray(anyOf))
+    out.anyOf = anyOf.map((variant, i) => reshape(variant, `${path}/anyOf/${i}`, depth + 1));
   else if (Array.isArray(oneOf))
-    out.anyOf = oneOf.map((variant, i) => reshape(variant, `${path}/oneOf/${i}`));
-  else if (Array.isArray(allOf)) out.allOf = allOf.map((entry, i) => reshape(entry, `${path}/allOf/${i}`));
+    out.anyOf = oneOf.map((variant, i) => reshape(variant, `${path}/oneOf/${i}`, depth + 1));
+  else if (Array.isArray(allOf))
+    out.allOf = allOf.map((entry, i) => reshape(entry, `${path}/allOf/${i}`, depth + 1));
   else if (!literal) {
     if (type === undefined)
       return refuse(path, 'every node needs a type (or anyOf, oneOf, allOf, enum or const)');
@@ -119,7 +131,7 @@ function reshape(node: unknown, path: string): Schema {
     out.properties = Object.fromEntries(
       Object.entries(properties).map(([name, property]) => [
         name,
-        reshape(property, `${path}/properties/${name}`),
+        reshape(property, `${path}/properties/${name}`, depth + 1),
       ]),
     );
     // Absent or `true` means open; Anthropic takes closed objects only, and closing one with
@@ -141,7 +153,7 @@ function reshape(node: unknown, path: string): Schema {
     out.format = take('format');
   if (types.includes('array')) {
     const items = take('items');
-    if (items !== undefined) out.items = reshape(items, `${path}/items`);
+    if (items !== undefined) out.items = reshape(items, `${path}/items`, depth + 1);
     if (rest.minItems === 0 || rest.minItems === 1) out.minItems = take('minItems');
   }
 
@@ -152,4 +164,126 @@ function reshape(node: unknown, path: string): Schema {
       typeof out.description === 'string' && out.description !== '' ? `${out.description}\n\n${note}` : note;
   }
   return out;
+}
+
+/** Keywords whose value maps names to schemas, and those whose value lists schemas. */
+const SCHEMA_MAPS = ['$defs', 'definitions', 'properties'];
+const SCHEMA_LISTS = ['anyOf', 'allOf'];
+
+/**
+ * Calls `visit` with each schema a reshaped node holds and the pointer tokens that lead to it. After
+ * reshaping these are the only keywords whose values are schemas: everything else was kept as a
+ * value or moved into a description.
+ */
+function eachHeld(node: Schema, visit: (child: Schema, key: string, name?: string | number) => void): void {
+  for (const key of SCHEMA_MAPS) {
+    const map = node[key];
+    if (isSchema(map))
+      for (const [name, child] of Object.entries(map)) if (isSchema(child)) visit(child, key, name);
+  }
+  for (const key of SCHEMA_LISTS) {
+    const list = node[key];
+    if (Array.isArray(list))
+      for (const [i, child] of list.entries()) if (isSchema(child)) visit(child, key, i);
+  }
+  if (isSchema(node.items)) visit(node.items, 'items');
+}
+
+/** Where `target` is in the document, for a refusal's message (walked only then). */
+function pathOf(document: Schema, target: Schema): string {
+  const unseen: Array<[Schema, string]> = [[document, '#']];
+  for (let next = unseen.pop(); next !== undefined; next = unseen.pop()) {
+    const [node, path] = next;
+    if (node === target) return path;
+    eachHeld(node, (child, key, name) =>
+      unseen.push([child, name === undefined ? `${path}/${key}` : `${path}/${key}/${name}`]),
+    );
+  }
+  return '#';
+}
+
+/**
+ * What a `$ref` names in the reshaped document: its fragment is a JSON Pointer (RFC 6901) in a URI
+ * (RFC 3986), so it is percent-decoded, split at `/`, and each token read with `~1` as `/` and `~0`
+ * as `~`. Undefined when it names nothing, is not a pointer (an `$anchor` name) or is not
+ * well-formed percent-encoding. Read in the reshaped document because that is what Anthropic
+ * resolves: a `$ref` into a keyword moved into a description, or through `oneOf` (now `anyOf`),
+ * names nothing there.
+ */
+function pointee(document: Schema, ref: string): unknown {
+  let pointer: string;
+  try {
+    pointer = decodeURIComponent(ref.slice(1));
+  } catch {
+    return undefined;
+  }
+  if (pointer === '') return document;
+  if (!pointer.startsWith('/')) return undefined;
+  let node: unknown = document;
+  for (const token of pointer.slice(1).split('/')) {
+    const key = token.replaceAll('~1', '/').replaceAll('~0', '~');
+    if (Array.isArray(node)) {
+      if (!/^(0|[1-9][0-9]*)$/.test(key)) return undefined;
+      node = node[Number(key)];
+    } else if (isSchema(node) && Object.hasOwn(node, key)) node = node[key];
+    else return undefined;
+  }
+  return node;
+}
+
+/**
+ * Refuses a reshaped schema with a `$ref` to nothing in it, or a recursive one. Anthropic's grammar
+ * has no form for recursion ("Not supported: recursive schemas"; a 400, "Too many recursive
+ * definitions in schema"), while OpenAI's strict mode takes it: a tree, a linked list, `$ref: "#"`.
+ * The schema is recursive when expanding every `$ref` in place would never end, that is when the
+ * graph whose nodes are the schema's nodes and whose edges lead from a node to the schemas it holds
+ * and from a `$ref` to what it names has a cycle (the schemas held form a tree, so any cycle passes
+ * through a `$ref`). One depth-first walk with an explicit stack finds it: linear in the schema's
+ * size however the references chain, and without recursion, so no schema can exhaust the stack.
+ */
+function refuseDanglingOrRecursiveReferences(document: Schema): void {
+  // Every node with the nodes it holds: a `$ref` may name only one of these.
+  const edges = new Map<Schema, Schema[]>();
+  const references: Schema[] = [];
+  const unseen: Schema[] = [document];
+  for (let node = unseen.pop(); node !== undefined; node = unseen.pop()) {
+    const children: Schema[] = [];
+    eachHeld(node, (child) => {
+      children.push(child);
+      unseen.push(child);
+    });
+    edges.set(node, children);
+    if (typeof node.$ref === 'string') references.push(node);
+  }
+  // Without a reference the schemas form a tree: nothing to resolve, no cycle.
+  if (references.length === 0) return;
+  for (const node of references) {
+    const ref = node.$ref as string;
+    const target = pointee(document, ref);
+    // A map of schemas, or one left in a description as text, is no schema the grammar reads.
+    if (!isSchema(target) || !edges.has(target))
+      refuse(pathOf(document, node), `the $ref ${JSON.stringify(ref)} names no schema in the document`);
+    edges.get(node)!.push(target);
+  }
+
+  const OPEN = 1;
+  const DONE = 2;
+  const state = new Map<Schema, typeof OPEN | typeof DONE>([[document, OPEN]]);
+  const stack = [{ node: document, next: 0 }];
+  while (stack.length > 0) {
+    const frame = stack[stack.length - 1]!;
+    const to = edges.get(frame.node)![frame.next++];
+    if (to === undefined) {
+      state.set(frame.node, DONE);
+      stack.pop();
+    } else if (state.get(to) === OPEN) {
+      refuse(
+        pathOf(document, frame.node),
+        `recursive schemas are not supported: expanding its $refs from here comes back to ${pathOf(document, to)}`,
+      );
+    } else if (state.get(to) === undefined) {
+      state.set(to, OPEN);
+      stack.push({ node: to, next: 0 });
+    }
+  }
 }
