@@ -461,6 +461,24 @@ describe('structured outputs served by Anthropic', () => {
       { name: 'lookup', input_schema: { ...lookup, additionalProperties: false }, strict: true },
     ]);
   });
+
+  it('a strict tool whose reshaped schema would have no object at its root goes without strict, as the client wrote it', async () => {
+    // zod 4's schema registered with an id: a root $ref beside its definition, and no type, which the
+    // adapter adds. Reshaped, only the $ref and the definitions would be left: no type "object".
+    const search = {
+      $ref: '#/$defs/Search',
+      $defs: {
+        Search: { type: 'object', properties: { query: { type: 'string' } }, required: ['query'] },
+      },
+    };
+    const reply = await post('/api/v1/chat/completions', {
+      model: CLAUDE,
+      messages,
+      tools: [{ type: 'function', function: { name: 'search', parameters: search, strict: true } }],
+    });
+    assert.equal(reply.status, 200, reply.text);
+    assert.deepEqual(sent().tools, [{ name: 'search', input_schema: { type: 'object', ...search } }]);
+  });
 });
 
 /** `/messages` structured output served by an OpenAI-compatible upstream, which gets `response_format`. */

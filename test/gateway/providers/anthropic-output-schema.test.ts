@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
 import { transformJSONSchema } from '@anthropic-ai/sdk/lib/transform-json-schema';
-import { anthropicOutputSchema } from '../../../src/gateway/providers/anthropic/anthropic-output-schema.js';
+import {
+  anthropicOutputSchema,
+  anthropicStrictToolSchema,
+} from '../../../src/gateway/providers/anthropic/anthropic-output-schema.js';
 import { UnsupportedRequestError } from '../../../src/spec/upstream-error.js';
 
 /**
@@ -345,5 +348,34 @@ describe("a response format's schema as Anthropic's structured outputs take it",
     let deep: Record<string, unknown> = { type: 'string' };
     for (let i = 0; i < count; i++) deep = { type: 'array', items: deep };
     refused(deep, /schemas nest at most 128 levels deep/);
+  });
+  it("holds a strict tool's schema to an object at its root, which the reshaping can lose; a format's root may be any type", () => {
+    const args = { type: 'object', properties: { query: { type: 'string', minLength: 1 } } };
+    const closed = {
+      type: 'object',
+      properties: { query: { type: 'string', description: '{minLength: 1}' } },
+      additionalProperties: false,
+    };
+    assert.deepEqual(anthropicStrictToolSchema(args), closed);
+    // The adapter gives a tool's schema its type "object"; beside a root $ref (zod's schema
+    // registered with an id) or a combinator, the reshaping keeps the $ref or the variants only.
+    for (const schema of [
+      { type: 'object', $ref: '#/$defs/Args', $defs: { Args: args } },
+      { type: 'object', anyOf: [args, { type: 'object', properties: { id: { type: 'integer' } } }] },
+      { type: 'object', allOf: [args] },
+      { type: 'object', const: 'x' },
+    ])
+      assert.throws(
+        () => anthropicStrictToolSchema(schema),
+        (error: unknown) =>
+          error instanceof UnsupportedRequestError &&
+          /at #: a tool's input_schema must be an object at its root/.test(error.message),
+      );
+    // A format takes them, and an array, as its root.
+    assert.deepEqual(anthropicOutputSchema({ $ref: '#/$defs/Args', $defs: { Args: args } }), {
+      $defs: { Args: closed },
+      $ref: '#/$defs/Args',
+    });
+    assert.deepEqual(anthropicOutputSchema({ type: 'array', items: args }), { type: 'array', items: closed });
   });
 });

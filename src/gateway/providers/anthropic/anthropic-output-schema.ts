@@ -23,6 +23,27 @@ export function anthropicOutputSchema(schema: Record<string, unknown>): Record<s
 }
 
 /**
+ * A strict tool's `input_schema`, reshaped as a format's schema is and compiled into the same
+ * grammar, with one more rule: Anthropic takes a tool's schema only with `type: "object"` at its
+ * root ("tools.0.custom.input_schema.type: Input should be 'object'") and without `anyOf`, `oneOf`
+ * or `allOf` there ("input_schema does not support oneOf, allOf, or anyOf at the top level"). The
+ * reshaping can leave a root without that type where the client's had it: beside a combinator,
+ * an `enum` or a `const` the type gives way, and a root `$ref` (zod's schema registered with an id)
+ * keeps nothing but its definitions. Such a schema is refused here, to go as the client wrote it
+ * (which Anthropic takes, unless a combinator at its root makes it refuse the tool strict or not).
+ * A format's root takes any type: Anthropic lists none it refuses there.
+ */
+export function anthropicStrictToolSchema(schema: Record<string, unknown>): Record<string, unknown> {
+  const reshaped = anthropicOutputSchema(schema);
+  if (reshaped.type !== 'object')
+    refuse(
+      '#',
+      'a tool\'s input_schema must be an object at its root (type "object", no anyOf, oneOf, allOf or $ref)',
+    );
+  return reshaped;
+}
+
+/**
  * Past this many nested schemas the reshaping (a recursion) refuses rather than risk the stack.
  * Request bodies nest at most 128 JSON levels (decisions.md), two or more per schema level, so no
  * schema a client can send comes near it; it keeps this function safe whoever calls it.

@@ -14,7 +14,7 @@ import { standardBase64 } from '../shared/base64-data.js';
 import { argumentsObject } from '../shared/function-arguments.js';
 import { refuseImageOutput } from '../shared/text-output-only.js';
 import { thinkingRoom } from '../shared/thinking-room.js';
-import { anthropicOutputSchema } from './anthropic-output-schema.js';
+import { anthropicOutputSchema, anthropicStrictToolSchema } from './anthropic-output-schema.js';
 
 type AnthropicSource =
   | { type: 'url'; url: string }
@@ -433,9 +433,12 @@ function inputSchema(name: string, parameters: Record<string, unknown>): Record<
 const STRICT_LIMITS = { tools: 20, optionalParameters: 24, unionParameters: 16 };
 
 /** A schema reshaped into the subset the grammar compiles, or undefined when it has no form there. */
-function reshapedForGrammar(schema: Record<string, unknown>): Record<string, unknown> | undefined {
+function reshapedForGrammar(
+  schema: Record<string, unknown>,
+  reshape: (schema: Record<string, unknown>) => Record<string, unknown> = anthropicOutputSchema,
+): Record<string, unknown> | undefined {
   try {
-    return anthropicOutputSchema(schema);
+    return reshape(schema);
   } catch (error) {
     if (error instanceof UnsupportedRequestError) return undefined;
     throw error;
@@ -470,10 +473,11 @@ function schemaComplexity(schema: unknown, counts = { optional: 0, unions: 0 }) 
 /**
  * The tools' schemas, each with `strict: true` where the caller asked for strict arguments and the
  * model takes structured outputs (strict tool use compiles the schema into the same grammar as an
- * output format, so it is reshaped the same way). A schema the grammar cannot express goes as it
- * is, without `strict`, and so do all of them when together (with the output format's schema)
- * they pass Anthropic's limits: the tools still work, their arguments checked by the model alone,
- * as on a provider without strict tools.
+ * output format, so it is reshaped the same way). A schema the grammar cannot express (a recursive
+ * one, say), or one the reshaping would leave without an object at its root, goes as it is, without
+ * `strict`, and so do all of them when together (with the output format's schema) they pass
+ * Anthropic's limits: the tools still work, their arguments checked by the model alone, as on a
+ * provider without strict tools.
  */
 function toolSchemas(
   tools: FunctionTool[],
@@ -484,7 +488,10 @@ function toolSchemas(
   if (!grammar || !tools.some((tool) => tool.strict === true)) return plain;
   const schemas: Array<{ input_schema: Record<string, unknown>; strict?: true }> = plain.map(
     (entry, index) => {
-      const grammar = tools[index]?.strict === true ? reshapedForGrammar(entry.input_schema) : undefined;
+      const grammar =
+        tools[index]?.strict === true
+          ? reshapedForGrammar(entry.input_schema, anthropicStrictToolSchema)
+          : undefined;
       return grammar === undefined ? entry : { input_schema: grammar, strict: true };
     },
   );
