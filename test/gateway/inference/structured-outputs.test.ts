@@ -479,6 +479,62 @@ describe('structured outputs served by Anthropic', () => {
     assert.equal(reply.status, 200, reply.text);
     assert.deepEqual(sent().tools, [{ name: 'search', input_schema: { type: 'object', ...search } }]);
   });
+
+  it('a tool with anyOf, oneOf or allOf at its root (a zod union, many MCP servers) is merged into an object root Anthropic takes', async () => {
+    // Anthropic refuses these at the root of any tool ("input_schema does not support oneOf, allOf,
+    // or anyOf at the top level"), and one such tool fails every request that lists it.
+    const run = {
+      type: 'object',
+      description: 'Run a flow.',
+      properties: { yaml: { type: 'string' }, files: { type: 'array', items: { type: 'string' } } },
+      oneOf: [{ required: ['yaml'] }, { required: ['files'] }],
+    };
+    const union = {
+      anyOf: [
+        {
+          type: 'object',
+          properties: { id: { type: 'string' }, verbose: { type: 'boolean' } },
+          required: ['id', 'verbose'],
+        },
+        {
+          type: 'object',
+          properties: { path: { type: 'string' }, verbose: { type: 'boolean' } },
+          required: ['path', 'verbose'],
+        },
+      ],
+    };
+    for (const strict of [false, true]) {
+      const reply = await post('/api/v1/chat/completions', {
+        model: CLAUDE,
+        messages,
+        tools: [
+          { type: 'function', function: { name: 'run', parameters: run, strict } },
+          { type: 'function', function: { name: 'get', parameters: union, strict } },
+        ],
+      });
+      assert.equal(reply.status, 200, reply.text);
+      // Strict or not, they go without strict: the merge is looser than what strict guarantees.
+      assert.deepEqual(sent().tools, [
+        {
+          name: 'run',
+          input_schema: {
+            type: 'object',
+            description: 'Run a flow.\n\nExactly one of these forms: yaml; files.',
+            properties: run.properties,
+          },
+        },
+        {
+          name: 'get',
+          input_schema: {
+            type: 'object',
+            properties: { id: { type: 'string' }, verbose: { type: 'boolean' }, path: { type: 'string' } },
+            required: ['verbose'],
+            description: 'At least one of these forms: id + verbose; path + verbose.',
+          },
+        },
+      ]);
+    }
+  });
 });
 
 /** `/messages` structured output served by an OpenAI-compatible upstream, which gets `response_format`. */

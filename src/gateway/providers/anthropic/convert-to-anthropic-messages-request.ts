@@ -15,6 +15,7 @@ import { argumentsObject } from '../shared/function-arguments.js';
 import { refuseImageOutput } from '../shared/text-output-only.js';
 import { thinkingRoom } from '../shared/thinking-room.js';
 import { anthropicOutputSchema, anthropicStrictToolSchema } from './anthropic-output-schema.js';
+import { anthropicToolInputSchema, hasRootCombinator } from './anthropic-tool-schema.js';
 
 type AnthropicSource =
   | { type: 'url'; url: string }
@@ -413,19 +414,6 @@ function lastToolTurnUnsigned(messages: readonly AnthropicMessage[]): boolean {
 }
 
 /**
- * A tool's parameters as Anthropic's `input_schema`, which must be an object schema: a schema that
- * leaves out `type` (`{}` accepts any arguments, and arguments are always an object) gets
- * `type: "object"`; one that names another type cannot describe a tool's arguments.
- */
-function inputSchema(name: string, parameters: Record<string, unknown>): Record<string, unknown> {
-  if (parameters.type === 'object') return parameters;
-  if (parameters.type === undefined) return { type: 'object', ...parameters };
-  throw new UnsupportedRequestError(
-    `Anthropic needs tool ${JSON.stringify(name)}'s parameters to be an object schema (type "object")`,
-  );
-}
-
-/**
  * Anthropic's limits on what strict tools and a JSON output format compile together in one
  * request (structured outputs, "schema complexity"): past them it answers a 400. OpenAI's Agents
  * SDK marks every function tool strict, so a long tool list would otherwise fail outright.
@@ -484,12 +472,13 @@ function toolSchemas(
   grammar: boolean,
   formatSchema: unknown,
 ): Array<{ input_schema: Record<string, unknown>; strict?: true }> {
-  const plain = tools.map((tool) => ({ input_schema: inputSchema(tool.name, tool.parameters) }));
+  const plain = tools.map((tool) => ({ input_schema: anthropicToolInputSchema(tool.name, tool.parameters) }));
   if (!grammar || !tools.some((tool) => tool.strict === true)) return plain;
   const schemas: Array<{ input_schema: Record<string, unknown>; strict?: true }> = plain.map(
     (entry, index) => {
+      const tool = tools[index];
       const grammar =
-        tools[index]?.strict === true
+        tool?.strict === true && !hasRootCombinator(tool.parameters)
           ? reshapedForGrammar(entry.input_schema, anthropicStrictToolSchema)
           : undefined;
       return grammar === undefined ? entry : { input_schema: grammar, strict: true };
