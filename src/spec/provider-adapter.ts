@@ -34,6 +34,11 @@ export interface AdapterCall {
  */
 export interface ProviderAdapter {
   readonly protocol: string;
+  /**
+   * True for a protocol that can return generated images (Gemini); the others refuse a request for
+   * image output before sending it. The reservation counts the image price only where this is true.
+   */
+  readonly returnsImages?: boolean;
   generate(call: AdapterCall): Promise<GenerationResult>;
   /** Throws before the first part when the call fails early; later failures arrive as an `error` part. */
   stream(call: AdapterCall): AsyncIterable<StreamPart>;

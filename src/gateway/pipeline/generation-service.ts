@@ -319,12 +319,23 @@ const isOutput = (part: StreamPart): boolean =>
   part.type === 'tool-call-start';
 
 /**
- * Whether the answer may hold images: the caller asked for them, or named no modalities (an image
- * model's default answer may hold some). The reservation then counts output at the image price
- * where an endpoint has a higher one.
+ * Whether the answer may hold images: the candidate's protocol can return them (Gemini; the others
+ * refuse image output), its model makes them (its catalogue output modalities list `image`), and
+ * the caller asked for them or named no modalities (an image model's default answer may hold
+ * some). The reservation then counts output at the image price where the endpoint has a higher
+ * one; an image model behind a protocol that cannot return images (OpenAI's gpt-5-image through the
+ * Responses API) is reserved as the text model it is there.
  */
-const mayOutputImages = (generation: ParsedRequest['generation']): boolean =>
-  generation.outputModalities === undefined || generation.outputModalities.includes('image');
+function mayOutputImages(
+  generation: ParsedRequest['generation'],
+  candidate: Candidate,
+  returnsImages: boolean,
+): boolean {
+  if (!returnsImages) return false;
+  if (generation.outputModalities !== undefined && !generation.outputModalities.includes('image'))
+    return false;
+  return (candidate.model.record.architecture.output_modalities as string[]).includes('image');
+}
 
 /**
  * Upstream statuses that say the provider refused this gateway (its credential, its billing, its
@@ -652,7 +663,11 @@ export function createGenerationService(options: {
     const worst = worstCaseCost(candidate.endpoint.pricing as EndpointPricing, {
       promptTokens: bounds.promptTokens,
       maxOutputTokens: bounds.outputTokens,
-      mayOutputImages: mayOutputImages(prepared.generation),
+      mayOutputImages: mayOutputImages(
+        prepared.generation,
+        candidate,
+        adapters.adapterFor(candidate.protocol, candidate.endpoint.provider_slug).returnsImages === true,
+      ),
     });
     return {
       worst,

@@ -344,6 +344,39 @@ describe('image output from an image model, end to end', () => {
     assert.equal(openai.requests.length, 0);
   });
 
+  it('an image model whose protocol cannot return images is reserved at its text price when no modalities are named', async () => {
+    // openai/gpt-5-image: $10/M prompt and completion, $40/M image output. 30 prompt tokens at most
+    // and 100 output tokens: $0.0013 as text, $0.0043 at the image price; the key has $0.002.
+    const { key: limited } = await createKey(gateway, { name: 'gpt-5-image', limit: 0.002 });
+    openai.handle((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          id: 'resp_1',
+          object: 'response',
+          model: 'gpt-5-image',
+          status: 'completed',
+          output: [
+            {
+              type: 'message',
+              id: 'msg_1',
+              role: 'assistant',
+              status: 'completed',
+              content: [{ type: 'output_text', text: 'A cat, in words.', annotations: [] }],
+            },
+          ],
+          usage: { input_tokens: 5, output_tokens: 5, output_tokens_details: { reasoning_tokens: 0 } },
+        }),
+      );
+    });
+    const reply = await gateway.request('POST', '/api/v1/chat/completions', {
+      key: limited,
+      body: { model: 'openai/gpt-5-image', messages: [drawCat], max_tokens: 100 },
+    });
+    assert.equal(reply.status, 200, reply.text);
+    assert.equal(reply.body.choices[0].message.content, 'A cat, in words.');
+    assert.equal(openai.requests.length, 1);
+  });
+
   it('reserves the worst case at the image price: a limit that fits a text answer refuses one that may hold images', async () => {
     // 30 prompt tokens at most (10 bytes + 4 + 16) and 100 output tokens: $0.000259 as text
     // (30 × 300 + 100 × 2,500 nano-dollars), $0.003009 when each output token may be an image's.

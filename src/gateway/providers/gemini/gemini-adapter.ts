@@ -88,6 +88,7 @@ function throwIfErrorBody(reply: unknown): void {
 export function createGeminiAdapter(options: { http: UpstreamHttp }): ProviderAdapter {
   return {
     protocol: 'gemini',
+    returnsImages: true,
 
     async generate(call): Promise<GenerationResult> {
       const reply = await requestUpstreamJson(options.http, call, {
