@@ -205,7 +205,10 @@ export interface GenerationRequest {
    * protocol cannot return them refuses it rather than answer in text.
    */
   outputModalities?: OutputModality[];
-  /** Image options, given only with `image` in `outputModalities`. */
+  /**
+   * Image options, given where the answer may hold images (`image` in `outputModalities`, or none
+   * named); an endpoint whose model makes no images is sent none (endpoint-request.ts).
+   */
   imageConfig?: ImageConfig;
   /** End-user identifier, forwarded where the provider accepts one. */
   user?: string;

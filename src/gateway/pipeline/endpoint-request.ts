@@ -27,13 +27,18 @@ const SAMPLING: ReadonlyArray<readonly [keyof GenerationRequest, string]> = [
  * leaves it out). A `json_schema` format and strict tools always go, marked `structuredOutputs:
  * false` where `structured_outputs` is not listed, for the adapters that must ask for them another
  * way (or not strictly). An endpoint that lists no parameters at all (one configured without the
- * list) is sent everything.
+ * list) is sent everything. Image options go only to a model whose output modalities (its catalogue
+ * record's, `modelOutputModalities`) list `image`: clients that send one body to many models send
+ * them to text models too, which have no use for them.
  */
 export function requestFor(
   generation: Omit<GenerationRequest, 'model'>,
   endpoint: Pick<SnapshotEndpoint, 'provider_model_id' | 'supported_parameters'>,
+  modelOutputModalities?: readonly string[],
 ): GenerationRequest {
   const request: GenerationRequest = { ...generation, model: endpoint.provider_model_id };
+  if (request.imageConfig !== undefined && modelOutputModalities && !modelOutputModalities.includes('image'))
+    request.imageConfig = undefined;
   const supported = endpoint.supported_parameters;
   if (supported.length === 0) return request;
   request.reasoningModel = supported.includes('reasoning');

@@ -996,7 +996,11 @@ export function createGenerationService(options: {
         prepared,
         (target, call) =>
           adapters.adapterFor(target.protocol, target.endpoint.provider_slug).generate({
-            request: requestFor(prepared.generation, target.endpoint),
+            request: requestFor(
+              prepared.generation,
+              target.endpoint,
+              target.model.record.architecture.output_modalities,
+            ),
             target: target.target,
             signal: call.signal,
             timeouts: timeoutsFor(target, false),
@@ -1139,7 +1143,11 @@ export function createGenerationService(options: {
           const iterator = adapters
             .adapterFor(target.protocol, target.endpoint.provider_slug)
             .stream({
-              request: requestFor(prepared.generation, target.endpoint),
+              request: requestFor(
+                prepared.generation,
+                target.endpoint,
+                target.model.record.architecture.output_modalities,
+              ),
               target: target.target,
               signal: call.signal,
               timeouts: timeoutsFor(target, true),

@@ -358,6 +358,15 @@ describe('chat-completions dialect: parsing valid requests', () => {
     });
     assert.deepEqual(generation({ modalities: ['text'] }), { outputModalities: ['text'] });
     assert.deepEqual(generation({ modalities: null }), {});
+    // One body sent to many models carries its image options always: without modalities they
+    // stand (an image model's default answer may hold images); for a text answer they are dropped.
+    assert.deepEqual(generation({ image_config: { aspect_ratio: '1:1' } }), {
+      imageConfig: { aspectRatio: '1:1' },
+    });
+    assert.deepEqual(generation({ image_config: {} }), {});
+    assert.deepEqual(generation({ modalities: ['text'], image_config: { image_size: '4K' } }), {
+      outputModalities: ['text'],
+    });
   });
 
   it('accepts the body the @openrouter/sdk sends, with its explicit nulls', () => {
@@ -1119,14 +1128,9 @@ describe('chat-completions dialect: refusing bad requests with a 400 naming the 
       'Invalid request parameters: body.modalities must list "text", "image" or both',
     ],
     [
-      'image options without image output',
-      { ...minimal, image_config: { aspect_ratio: '1:1' } },
-      'Invalid request parameters: body.image_config applies to image output: body.modalities must include "image"',
-    ],
-    [
-      'image options for a text answer',
-      { ...minimal, modalities: ['text'], image_config: { aspect_ratio: '1:1' } },
-      'Invalid request parameters: body.image_config applies to image output: body.modalities must include "image"',
+      'an aspect ratio that is not one, for a text answer',
+      { ...minimal, modalities: ['text'], image_config: { aspect_ratio: 'wide' } },
+      'Invalid request parameters: body.image_config.aspect_ratio must be a width:height ratio such as "16:9"',
     ],
     [
       'an aspect ratio that is not one',

@@ -540,9 +540,16 @@ describe('responses dialect: generation settings', () => {
     });
     assert.deepEqual(request.generation.outputModalities, ['text', 'image']);
     assert.deepEqual(request.generation.imageConfig, { aspectRatio: '16:9', imageSize: '4K' });
+    // Image options go with any modalities: kept without modalities, dropped for a text answer.
+    assert.deepEqual(parsed({ ...base, image_config: { image_size: '2K' } }).generation.imageConfig, {
+      imageSize: '2K',
+    });
+    const text = parsed({ ...base, modalities: ['text'], image_config: { aspect_ratio: '16:9' } });
+    assert.deepEqual(text.generation.outputModalities, ['text']);
+    assert.equal(text.generation.imageConfig, undefined);
     refused(
-      { ...base, modalities: ['text'], image_config: { aspect_ratio: '16:9' } },
-      /body\.image_config applies to image output: body\.modalities must include "image"/,
+      { ...base, modalities: ['text'], image_config: { image_size: 'huge' } },
+      /body\.image_config\.image_size must be a size such as "1K", "2K" or "4K"/,
     );
     refused(
       { ...base, modalities: ['image'], image_config: { image_size: 'huge' } },

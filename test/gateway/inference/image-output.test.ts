@@ -316,6 +316,36 @@ describe('image output from an image model, end to end', () => {
     assert.match(refused.body.error.message, /modalities/);
   });
 
+  it('image_config without modalities, as a body sent to many models carries it: sent to an image model, not to a text model', async () => {
+    const body = (model: string) => ({ model, messages: [drawCat], image_config: { image_size: '2K' } });
+    const image = await post('/chat/completions', body(MODEL));
+    assert.equal(image.status, 200, image.text);
+    // No modalities named: the model's default answer stands, shaped by the options.
+    assert.deepEqual((gemini.requests.at(-1)!.body as any).generationConfig, {
+      imageConfig: { imageSize: '2K' },
+    });
+    assert.equal(image.body.choices[0].message.images.length, 1);
+    const text = await post('/chat/completions', body('google/gemini-2.5-flash'));
+    assert.equal(text.status, 200, text.text);
+    assert.equal((gemini.requests.at(-1)!.body as any).generationConfig, undefined);
+    const textOnly = await post('/responses', {
+      model: MODEL,
+      input: 'Describe a cat',
+      modalities: ['text'],
+      image_config: { aspect_ratio: '1:1' },
+    });
+    assert.equal(textOnly.status, 200, textOnly.text);
+    assert.deepEqual((gemini.requests.at(-1)!.body as any).generationConfig, {
+      responseModalities: ['TEXT'],
+    });
+    const malformed = await post('/chat/completions', {
+      ...body(MODEL),
+      image_config: { image_size: 'huge' },
+    });
+    assert.equal(malformed.status, 400, malformed.text);
+    assert.match(malformed.body.error.message, /body\.image_config\.image_size/);
+  });
+
   it('modalities with image for a model that makes no images → 400 naming body.modalities, nothing sent', async () => {
     const before = gemini.requests.length;
     for (const path of ['/chat/completions', '/responses']) {

@@ -104,4 +104,15 @@ describe('the request an endpoint is sent', () => {
     const all = requestFor(generation, { provider_model_id: 'custom', supported_parameters: [] });
     assert.deepEqual(all, { ...generation, model: 'custom' });
   });
+
+  it('sends image options only to a model whose output modalities list image', () => {
+    const withOptions = { ...generation, imageConfig: { aspectRatio: '16:9' } };
+    const endpoint = { provider_model_id: 'gemini', supported_parameters: [] };
+    assert.deepEqual(requestFor(withOptions, endpoint, ['image', 'text']).imageConfig, {
+      aspectRatio: '16:9',
+    });
+    assert.equal(requestFor(withOptions, endpoint, ['text']).imageConfig, undefined);
+    // Output modalities not known: sent as given.
+    assert.deepEqual(requestFor(withOptions, endpoint).imageConfig, { aspectRatio: '16:9' });
+  });
 });

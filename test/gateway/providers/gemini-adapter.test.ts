@@ -990,6 +990,23 @@ describe('Gemini adapter against a fake upstream', () => {
       assert.deepEqual(result.images, [{ mediaType: 'image/jpeg', data: png }]);
     });
 
+    it('sends image options without modalities, leaving the model its default answer', async () => {
+      upstream.handle((_request, response) =>
+        reply(
+          response,
+          200,
+          chunk([{ inlineData: { mimeType: 'image/png', data: png } }], { finishReason: 'STOP' }),
+        ),
+      );
+      const base = imageCall();
+      const { outputModalities: _none, ...request } = base.request;
+      const result = await adapter.generate({ ...base, request });
+      assert.deepEqual((upstream.requests.at(-1)!.body as Record<string, unknown>).generationConfig, {
+        imageConfig: { aspectRatio: '16:9', imageSize: '2K' },
+      });
+      assert.deepEqual(result.images, [{ mediaType: 'image/png', data: png }]);
+    });
+
     it('streams an image whole, in its place among the text', async () => {
       upstream.handle((_request, response) =>
         writeGeminiSse(response, [

@@ -26,7 +26,9 @@ const IMAGE_SIZE = /^(?:\d{1,2}(?:\.\d{1,2})?K|\d{1,5})$/;
 
 /**
  * Sets the request's `outputModalities` and `imageConfig` from the body's fields, or throws a 400
- * naming the field and its rule. A request with neither (nearly all) costs one check.
+ * naming the field and its rule. `image_config` is taken with any `modalities` (a malformed value
+ * is still a 400) and set where the answer may hold images: `image` among the modalities, or none
+ * named. A request with neither field (nearly all) costs one check.
  */
 export function applyOutputOptions(
   generation: Omit<GenerationRequest, 'model'>,
@@ -52,13 +54,10 @@ export function applyOutputOptions(
     generation.outputModalities = wanted;
   }
   if (imageConfig == null) return;
-  if (!image)
-    throw invalidParameter(
-      'body.image_config',
-      'applies to image output: body.modalities must include "image"',
-    );
   const config = checkedImageConfig(imageConfig);
-  if (config) generation.imageConfig = config;
+  // Clients that send one body to many models send their image options with every request: they
+  // are checked whatever `modalities` says, and kept only where the answer may hold images.
+  if (config && (modalities == null || image)) generation.imageConfig = config;
 }
 
 function checkedImageConfig(given: Record<string, unknown>): ImageConfig | undefined {

@@ -246,16 +246,18 @@ function generationConfig(request: GenerationRequest): Record<string, unknown> {
   if (format?.type === 'json_schema') config.responseJsonSchema = format.schema;
   const thinking = thinkingConfig(request);
   if (thinking) config.thinkingConfig = thinking;
-  if (request.outputModalities) outputConfig(request, config);
+  if (request.outputModalities || request.imageConfig) outputConfig(request, config);
   return config;
 }
 
 /**
- * What the answer may hold, as `responseModalities` (`["TEXT", "IMAGE"]`, `["IMAGE"]`), and the
- * image options as `imageConfig`. https://ai.google.dev/gemini-api/docs/image-generation
+ * What the answer may hold, as `responseModalities` (`["TEXT", "IMAGE"]`, `["IMAGE"]`; nothing when
+ * the caller named none, which leaves the model's default), and the image options as
+ * `imageConfig`. https://ai.google.dev/gemini-api/docs/image-generation
  */
 function outputConfig(request: GenerationRequest, config: Record<string, unknown>): void {
-  config.responseModalities = request.outputModalities?.map((modality) => modality.toUpperCase());
+  if (request.outputModalities)
+    config.responseModalities = request.outputModalities.map((modality) => modality.toUpperCase());
   const image = request.imageConfig;
   if (!image) return;
   const imageConfig: Record<string, string> = {};
