@@ -206,6 +206,12 @@ export interface GenerationRequest {
    */
   outputModalities?: OutputModality[];
   /**
+   * Whether the endpoint's model makes images (its catalogue output modalities list `image`), so
+   * that its default answer may hold some; unknown (absent) where the pipeline was not told. Set
+   * per endpoint (endpoint-request.ts), never by a dialect.
+   */
+  imageModel?: boolean;
+  /**
    * Image options, given where the answer may hold images (`image` in `outputModalities`, or none
    * named); an endpoint whose model makes no images is sent none (endpoint-request.ts).
    */

@@ -44,8 +44,12 @@ export type StreamPart =
   | { type: 'usage'; usage: Usage }
   /** `stopSequence`: the stop sequence that ended the answer, when the provider names it (Anthropic). */
   | { type: 'finish'; reason: FinishReason; nativeReason: string | null; stopSequence?: string }
-  /** A failure after the stream began; before the first output, adapters throw instead. */
-  | { type: 'error'; error: UpstreamError };
+  /**
+   * A failure after the stream began; before the first output, adapters throw instead.
+   * `imagesCut`: images the upstream had begun to send when it failed (an event cut short, or over
+   * the size bound), which it produced and bills, though the client never sees them.
+   */
+  | { type: 'error'; error: UpstreamError; imagesCut?: number };
 
 /** The whole of a non-streamed generation. */
 export interface GenerationResult {

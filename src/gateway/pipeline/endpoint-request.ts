@@ -28,8 +28,9 @@ const SAMPLING: ReadonlyArray<readonly [keyof GenerationRequest, string]> = [
  * false` where `structured_outputs` is not listed, for the adapters that must ask for them another
  * way (or not strictly). An endpoint that lists no parameters at all (one configured without the
  * list) is sent everything. Image options go only to a model whose output modalities (its catalogue
- * record's, `modelOutputModalities`) list `image`: clients that send one body to many models send
- * them to text models too, which have no use for them.
+ * record's, `modelOutputModalities`) list `image`, which the request then marks as one that makes
+ * images (`imageModel`): clients that send one body to many models send them to text models too,
+ * which have no use for them.
  */
 export function requestFor(
   generation: Omit<GenerationRequest, 'model'>,
@@ -37,8 +38,10 @@ export function requestFor(
   modelOutputModalities?: readonly string[],
 ): GenerationRequest {
   const request: GenerationRequest = { ...generation, model: endpoint.provider_model_id };
-  if (request.imageConfig !== undefined && modelOutputModalities && !modelOutputModalities.includes('image'))
-    request.imageConfig = undefined;
+  if (modelOutputModalities) {
+    request.imageModel = modelOutputModalities.includes('image');
+    if (!request.imageModel) request.imageConfig = undefined;
+  }
   const supported = endpoint.supported_parameters;
   if (supported.length === 0) return request;
   request.reasoningModel = supported.includes('reasoning');

@@ -1204,6 +1204,8 @@ export function createGenerationService(options: {
               candidate.endpoint.provider_name,
               candidate.byok !== null,
             );
+            // Images cut in transit were produced: the estimate a failed stream is billed counts them.
+            outputImages += part.imagesCut ?? 0;
             return false;
           case 'text-delta':
             outputChars += part.delta.length;

@@ -346,6 +346,54 @@ describe('image output from an image model, end to end', () => {
     assert.match(malformed.body.error.message, /body\.image_config\.image_size/);
   });
 
+  it('a streamed image past 4 MiB arrives whole; one cut in transit after the text is billed its estimate', async () => {
+    const bigImage = 'A'.repeat(5 * 1024 * 1024);
+    const chunk = (parts: unknown[], finishReason?: string, usage?: unknown) =>
+      JSON.stringify({
+        candidates: [candidate(parts, finishReason)],
+        usageMetadata: usage ?? { promptTokenCount: 12, totalTokenCount: 12 },
+        ...identity,
+      });
+    const image = chunk([{ inlineData: { mimeType: 'image/png', data: bigImage } }]);
+    gemini.handle((_request, response) =>
+      writeSse(response, [chunk([{ text: 'Here is your cat.' }]), image, chunk([], 'STOP', USAGE)]),
+    );
+    const ask = () =>
+      post('/chat/completions', {
+        model: MODEL,
+        messages: [drawCat],
+        modalities: ['image', 'text'],
+        stream: true,
+      });
+    const whole = await ask();
+    assert.equal(whole.status, 200);
+    const images = sseData(whole.text).flatMap((data) =>
+      data === '[DONE]' ? [] : (data.choices[0]?.delta.images ?? []),
+    );
+    assert.equal(images[0].image_url.url, `data:image/png;base64,${bigImage}`);
+    const record = await generationRecord(gateway, key, generationId(whole));
+    assert.equal(record.status, 'completed');
+    // The connection goes down 200 KB into the image, after the text was streamed.
+    gemini.handle((_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.write(`data: ${chunk([{ text: 'Here is your cat.' }])}\n\n`);
+      setTimeout(() => response.write(`data: ${image.slice(0, 200_000)}`), 10);
+      setTimeout(() => response.socket?.destroy(), 40);
+    });
+    const cut = await ask();
+    assert.equal(cut.status, 200);
+    const failed = await generationRecord(gateway, key, generationId(cut));
+    assert.equal(failed.status, 'failed');
+    // Billed from what crossed the wire: the prompt's 30 bytes (8 tokens), 17 characters of text
+    // (5 tokens), and the image, produced though cut, at its estimate (1,290).
+    assert.equal(failed.native_tokens_completion_images, 1290);
+    assert.equal(failed.native_tokens_completion, 1295);
+    assert.equal(failed.total_cost, usd(8 * PROMPT_NANOS + 5 * COMPLETION_NANOS + 1290 * IMAGE_NANOS));
+    gemini.handle((request, response) =>
+      request.url.includes('streamGenerateContent') ? answerStreamed(response) : answerWhole(response),
+    );
+  });
+
   it('modalities with image for a model that makes no images → 400 naming body.modalities, nothing sent', async () => {
     const before = gemini.requests.length;
     for (const path of ['/chat/completions', '/responses']) {

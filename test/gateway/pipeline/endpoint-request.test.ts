@@ -108,11 +108,12 @@ describe('the request an endpoint is sent', () => {
   it('sends image options only to a model whose output modalities list image', () => {
     const withOptions = { ...generation, imageConfig: { aspectRatio: '16:9' } };
     const endpoint = { provider_model_id: 'gemini', supported_parameters: [] };
-    assert.deepEqual(requestFor(withOptions, endpoint, ['image', 'text']).imageConfig, {
-      aspectRatio: '16:9',
-    });
-    assert.equal(requestFor(withOptions, endpoint, ['text']).imageConfig, undefined);
-    // Output modalities not known: sent as given.
-    assert.deepEqual(requestFor(withOptions, endpoint).imageConfig, { aspectRatio: '16:9' });
+    const imageModel = requestFor(withOptions, endpoint, ['image', 'text']);
+    assert.deepEqual([imageModel.imageConfig, imageModel.imageModel], [{ aspectRatio: '16:9' }, true]);
+    const textModel = requestFor(withOptions, endpoint, ['text']);
+    assert.deepEqual([textModel.imageConfig, textModel.imageModel], [undefined, false]);
+    // Output modalities not known: sent as given, and the model not marked either way.
+    const unknown = requestFor(withOptions, endpoint);
+    assert.deepEqual([unknown.imageConfig, unknown.imageModel], [{ aspectRatio: '16:9' }, undefined]);
   });
 });

@@ -1045,5 +1045,74 @@ describe('Gemini adapter against a fake upstream', () => {
         { type: 'finish', reason: 'stop', nativeReason: 'STOP' },
       ]);
     });
+
+    // A 2K or 4K image is 8 to 10 MB of base64, whole in one part.
+    const bigImage = 'A'.repeat(5 * 1024 * 1024);
+    const imageModelCall = (outputModalities?: Array<'text' | 'image'>): AdapterCall => {
+      const base = imageCall();
+      const { outputModalities: _asked, imageConfig: _options, ...request } = base.request;
+      return {
+        ...base,
+        request: { ...request, imageModel: true, ...(outputModalities ? { outputModalities } : {}) },
+      };
+    };
+
+    it('takes a streamed image past 4 MiB, whole, where the answer may hold images; a text answer keeps the bound', async () => {
+      upstream.handle((_request, response) =>
+        writeGeminiSse(response, [
+          chunk([{ inlineData: { mimeType: 'image/png', data: bigImage } }]),
+          chunk([], { finishReason: 'STOP' }),
+        ]),
+      );
+      // No modalities named, on a model that makes images: its default answer may hold them.
+      const parts = await collect(adapter.stream(imageModelCall()));
+      const image = parts.find((part) => part.type === 'image-output');
+      assert.equal(image?.type === 'image-output' && image.data.length, bigImage.length);
+      assert.deepEqual(parts.at(-1), { type: 'finish', reason: 'stop', nativeReason: 'STOP' });
+      const refused = await collect(adapter.stream(imageModelCall(['text']))).catch(
+        (caught: unknown) => caught,
+      );
+      assert.ok(
+        refused instanceof UpstreamError && /larger than 4194304 bytes/.test(refused.message),
+        String(refused),
+      );
+    });
+
+    it('takes a whole reply past 32 MiB where the answer may hold images', async () => {
+      const huge = 'A'.repeat(33 * 1024 * 1024);
+      upstream.handle((_request, response) =>
+        reply(
+          response,
+          200,
+          chunk([{ inlineData: { mimeType: 'image/png', data: huge } }], { finishReason: 'STOP' }),
+        ),
+      );
+      const result = await adapter.generate(imageModelCall(['image']));
+      assert.equal(result.images?.[0]?.data.length, huge.length);
+    });
+
+    it('reports an image cut in transit after the stream began, not a text event cut', async () => {
+      const cutAfter = (partial: string) => (_request: unknown, response: ServerResponse) => {
+        response.writeHead(200, { 'content-type': 'text/event-stream' });
+        response.write(`data: ${chunk([{ text: 'Here is your cat.' }])}\r\n\r\n`);
+        setTimeout(() => response.write(partial), 10);
+        setTimeout(() => response.socket?.destroy(), 40);
+      };
+      upstream.handle(
+        cutAfter(
+          `data: ${chunk([{ inlineData: { mimeType: 'image/png', data: bigImage } }]).slice(0, 200_000)}`,
+        ),
+      );
+      const parts = await collect(adapter.stream(imageModelCall(['text', 'image'])));
+      const failed = parts.at(-1);
+      assert.ok(failed?.type === 'error' && failed.imagesCut === 1, JSON.stringify(failed));
+      upstream.handle(cutAfter(`data: ${chunk([{ text: 'More text' }]).slice(0, 40)}`));
+      const text = await collect(adapter.stream(imageModelCall(['text', 'image'])));
+      const textFailed = text.at(-1);
+      assert.ok(
+        textFailed?.type === 'error' && textFailed.imagesCut === undefined,
+        JSON.stringify(textFailed),
+      );
+    });
   });
 });

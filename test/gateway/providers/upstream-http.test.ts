@@ -310,6 +310,72 @@ describe('the upstream HTTP client against a fake upstream', () => {
     );
   });
 
+  it("takes a call's own size bounds for a reply and an event, in place of the defaults", async () => {
+    const big = 'x'.repeat(5 * 1024 * 1024);
+    upstream.handle((_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.end(`data: ${big}\n\n`);
+    });
+    // 5 MB in one event, over the default bound of 4 MiB, within the call's.
+    const events = await openUpstream(http, { timeouts }, { ...post(), maxEventBytes: 8 * 1024 * 1024 });
+    const data: string[] = [];
+    for await (const event of events) data.push(event.data);
+    assert.equal(data.length, 1);
+    assert.equal(data[0]?.length, big.length);
+    // A call's bound may be lower too: the reply and the event over it fail as over the default.
+    upstream.handle((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' }).end(`{"text":"${'y'.repeat(2048)}"}`);
+    });
+    const reply = await requestUpstreamJson(http, { timeouts }, { ...post(), maxReplyBytes: 1024 }).catch(
+      (caught: unknown) => caught,
+    );
+    assert.ok(reply instanceof UpstreamError && /exceeds 1024 bytes/.test(reply.message), String(reply));
+    upstream.handle((_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      // The bound holds what waits for its event's end: an event read whole in one chunk is not held.
+      response.write(`data: ${'z'.repeat(2048)}`);
+      setTimeout(() => response.end('\n\n'), 20);
+    });
+    const small = await openUpstream(http, { timeouts }, { ...post(), maxEventBytes: 1024 });
+    const failed = await (async () => {
+      for await (const _event of small) {
+        // nothing arrives before the failure
+      }
+    })().catch((caught: unknown) => caught);
+    assert.ok(
+      failed instanceof UpstreamError && /larger than 1024 bytes/.test(failed.message),
+      String(failed),
+    );
+    assert.ok(small.unfinishedEventLength() > 1024, 'the event over the bound was under way');
+  });
+
+  it('says how much of the event under way a stream cut mid-event had received', async () => {
+    upstream.handle((_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.write('data: {"n":1}\r\n\r\n');
+      setTimeout(() => response.write(`data: {"image":"${'A'.repeat(100_000)}`), 10);
+      setTimeout(() => response.socket?.destroy(), 40);
+    });
+    const events = await openUpstream(http, { timeouts }, post());
+    const data: string[] = [];
+    const failed = await (async () => {
+      for await (const event of events) data.push(event.data);
+    })().catch((caught: unknown) => caught);
+    assert.deepEqual(data, ['{"n":1}']);
+    assert.ok(failed instanceof UpstreamError, String(failed));
+    assert.equal(events.unfinishedEventLength(), 'data: {"image":"'.length + 100_000);
+    // A stream that ends at an event's end has none under way.
+    upstream.handle((_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.end('data: {"n":1}\n\ndata: {"n":2}\n\n');
+    });
+    const whole = await openUpstream(http, { timeouts }, post());
+    for await (const _event of whole) {
+      // read to the end
+    }
+    assert.equal(whole.unfinishedEventLength(), 0);
+  });
+
   it('maps a reply cut mid-stream to a retryable connection failure', async () => {
     upstream.handle((_request, response) => {
       response.writeHead(200, { 'content-type': 'text/event-stream' });

@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import type { GenerationRequest } from '../../../spec/generation-request.js';
 import type { AdapterCall, ProviderAdapter } from '../../../spec/provider-adapter.js';
 import type { GenerationResult, StreamPart } from '../../../spec/stream-part.js';
 import { UpstreamError } from '../../../spec/upstream-error.js';
@@ -10,6 +11,7 @@ import {
   errorFromText,
   openUpstream,
   requestUpstreamJson,
+  type UpstreamEventStream,
   type UpstreamHttp,
   type UpstreamText,
 } from '../shared/upstream-http.js';
@@ -51,6 +53,27 @@ const failedFinish = (reason: string) =>
 const newCallId = () => `call_${randomBytes(12).toString('base64url')}`;
 
 const GEMINI_FORMAT = 'google-gemini-v1' as const;
+
+/**
+ * Whether the answer may hold images: asked for, or no modalities named on a model that makes them
+ * (its default answer may hold some).
+ */
+const mayHoldImages = (request: GenerationRequest): boolean =>
+  request.outputModalities ? request.outputModalities.includes('image') : request.imageModel === true;
+
+/**
+ * The size bound of a reply or stream event that may hold images. Gemini sends each image whole,
+ * in one part of one event, as base64: a 2K or 4K PNG is 8 to 10 MB of it, past the 4 MiB an event
+ * (and near the 32 MiB a reply) may otherwise hold. Other requests keep those bounds.
+ */
+const IMAGE_ANSWER_BYTES = 64 * 1024 * 1024;
+
+/**
+ * How much of an event a stream that failed must have received for it to be counted as an image
+ * cut in transit: Gemini's text events hold a part's text and at most a thought signature of a few
+ * KB, its images hundreds of KB and more.
+ */
+const CUT_IMAGE_CHARS = 64 * 1024;
 
 const headersOf = credentialHeadersOf((apiKey) => ({ 'x-goog-api-key': apiKey }));
 const headersFor = (call: AdapterCall) => headersOf(call.target);
@@ -97,6 +120,7 @@ export function createGeminiAdapter(options: { http: UpstreamHttp }): ProviderAd
         body: JSON.stringify(convertToGeminiRequest(call.request)),
         signal: call.signal,
         toError: errorFromGeminiReply,
+        maxReplyBytes: mayHoldImages(call.request) ? IMAGE_ANSWER_BYTES : undefined,
       });
       throwIfErrorBody(reply);
       const identity = readGeminiIdentity(reply);
@@ -165,14 +189,17 @@ export function createGeminiAdapter(options: { http: UpstreamHttp }): ProviderAd
       // Built before the try: a request Gemini cannot express is an UnsupportedRequestError, not an
       // upstream failure to fail over from.
       const body = JSON.stringify(convertToGeminiRequest(call.request));
+      const images = mayHoldImages(call.request);
       const guard = guardStream(call);
+      let events: UpstreamEventStream | null = null;
       try {
-        const events = await openUpstream(options.http, call, {
+        events = await openUpstream(options.http, call, {
           url: urlFor(call, 'streamGenerateContent?alt=sse'),
           headers: headersFor(call),
           body,
           signal: guard.signal,
           toError: errorFromGeminiReply,
+          maxEventBytes: images ? IMAGE_ANSWER_BYTES : undefined,
         });
 
         let usage: Usage | undefined;
@@ -245,7 +272,9 @@ export function createGeminiAdapter(options: { http: UpstreamHttp }): ProviderAd
       } catch (error) {
         const failure = guard.failure(error);
         if (!guard.started) throw failure;
-        yield { type: 'error', error: failure };
+        // An image cut in transit (or over the bound) was produced, and Google bills it.
+        const cut = images && (events?.unfinishedEventLength() ?? 0) >= CUT_IMAGE_CHARS;
+        yield cut ? { type: 'error', error: failure, imagesCut: 1 } : { type: 'error', error: failure };
       } finally {
         guard.release();
       }

@@ -5,7 +5,12 @@ import { ITERATOR_ENDED } from '../../../platform/iterator-ended.js';
 import type { CancelSignal } from '../../../spec/cancel-signal.js';
 import type { AdapterCall } from '../../../spec/provider-adapter.js';
 import { UpstreamError } from '../../../spec/upstream-error.js';
-import { createServerSentEventReader, parseUpstreamJson } from './server-sent-events.js';
+import {
+  createServerSentEventReader,
+  MAX_EVENT_BYTES,
+  parseUpstreamJson,
+  type ServerSentEventReader,
+} from './server-sent-events.js';
 
 /** A reply read whole: the non-streamed calls' answers and every error body. */
 export interface UpstreamText {
@@ -14,11 +19,19 @@ export interface UpstreamText {
   text: string;
 }
 
+/**
+ * A streamed reply's SSE events, read as they arrive, and how far the event under way got: after
+ * the stream failed, the characters received of the event it was cut in (0 at an event boundary).
+ */
+export interface UpstreamEventStream extends AsyncIterableIterator<EventSourceMessage> {
+  unfinishedEventLength(): number;
+}
+
 /** A 2xx reply to a streamed call: its SSE events, read as they arrive. */
 export interface UpstreamEvents {
   status: number;
   headers: IncomingHttpHeaders;
-  events: AsyncIterableIterator<EventSourceMessage>;
+  events: UpstreamEventStream;
 }
 
 /** What `postForText` and `postForEvents` send. */
@@ -29,12 +42,16 @@ export interface UpstreamPost {
   signal: CancelSignal;
   headersTimeoutMs: number;
   idleTimeoutMs: number;
+  /** The largest 2xx reply `postForText` accepts; MAX_REPLY_BYTES when absent. */
+  maxReplyBytes?: number;
+  /** The largest SSE event `postForEvents` accepts; MAX_EVENT_BYTES when absent. */
+  maxEventBytes?: number;
 }
 
 /** Longest upstream error body kept for messages and metadata. */
 const MAX_ERROR_BODY = 64 * 1024;
 
-/** Largest non-streamed reply accepted from an upstream. */
+/** Largest non-streamed reply accepted from an upstream, unless a call sets its own bound. */
 const MAX_REPLY_BYTES = 32 * 1024 * 1024;
 
 /** Events parsed and not yet read past which a stream stops reading its socket until they are. */
@@ -55,9 +72,9 @@ export function createUpstreamHttp(options: { connectionsPerOrigin?: number } = 
   });
 
   /**
-   * A POST whose whole reply is wanted (non-streamed calls). A 2xx reply is capped at
-   * MAX_REPLY_BYTES (an UpstreamError past it); an error reply longer than MAX_ERROR_BODY is
-   * answered without its text.
+   * A POST whose whole reply is wanted (non-streamed calls). A 2xx reply is capped at the call's
+   * `maxReplyBytes` or MAX_REPLY_BYTES (an UpstreamError past it); an error reply longer than
+   * MAX_ERROR_BODY is answered without its text.
    */
   function postForText(call: UpstreamPost): Promise<UpstreamText> {
     return new Promise<UpstreamText>((resolve, reject) => {
@@ -193,7 +210,12 @@ abstract class UpstreamCall<T> implements Dispatcher.DispatchHandler {
 
 /** `postForText`'s call: the reply read whole. */
 class TextCall extends UpstreamCall<UpstreamText> {
-  private readonly reading = new WholeReply(MAX_REPLY_BYTES);
+  private reading = new WholeReply(MAX_REPLY_BYTES);
+
+  override send(agent: Agent, call: UpstreamPost): void {
+    if (call.maxReplyBytes !== undefined) this.reading = new WholeReply(call.maxReplyBytes);
+    super.send(agent, call);
+  }
 
   protected failed(error: unknown): void {
     this.fail(error);
@@ -222,10 +244,7 @@ class TextCall extends UpstreamCall<UpstreamText> {
 }
 
 /** `postForEvents`' call: a 2xx reply's SSE events queued for its reader, an error reply read whole. */
-class EventsCall
-  extends UpstreamCall<UpstreamEvents | UpstreamText>
-  implements AsyncIterableIterator<EventSourceMessage>
-{
+class EventsCall extends UpstreamCall<UpstreamEvents | UpstreamText> implements UpstreamEventStream {
   /** Set for a non-2xx answer, whose body is read whole. */
   private reading: WholeReply | null = null;
   /**
@@ -254,14 +273,19 @@ class EventsCall
   private idleMs = 0;
   private lastEventAt = 0;
   private idleTimer: NodeJS.Timeout | null = null;
-  private readonly feed = createServerSentEventReader((event) => {
-    this.lastEventAt = Date.now();
-    this.queue.push(event);
-  });
+  private reader: ServerSentEventReader | null = null;
 
   override send(agent: Agent, call: UpstreamPost): void {
     this.idleMs = call.idleTimeoutMs;
+    this.reader = createServerSentEventReader((event) => {
+      this.lastEventAt = Date.now();
+      this.queue.push(event);
+    }, call.maxEventBytes ?? MAX_EVENT_BYTES);
     super.send(agent, call);
+  }
+
+  unfinishedEventLength(): number {
+    return this.reader?.unfinished() ?? 0;
   }
 
   /** Checks the gap since the last event; past `idleMs` the call is aborted as a timeout. */
@@ -444,7 +468,7 @@ class EventsCall
       return;
     }
     try {
-      this.feed(chunk);
+      this.reader?.feed(chunk);
     } catch (error) {
       controller.abort(error as Error);
       return;
@@ -661,7 +685,7 @@ export async function openUpstream(
   http: UpstreamHttp,
   call: Pick<AdapterCall, 'timeouts'>,
   request: AdapterPost,
-): Promise<AsyncIterableIterator<EventSourceMessage>> {
+): Promise<UpstreamEventStream> {
   const reply = await http.postForEvents(postOf(call, request));
   if ('text' in reply)
     throw reply.status >= 400 ? (request.toError ?? errorFromText)(reply) : errorFromJsonAnswer(reply);
@@ -682,13 +706,19 @@ export async function requestUpstreamJson(
   return parseUpstreamJson(reply.text);
 }
 
-/** An adapter's POST; `toError` reads a provider's own error shape where the generic reader is not enough. */
+/**
+ * An adapter's POST; `toError` reads a provider's own error shape where the generic reader is not
+ * enough. `maxReplyBytes` and `maxEventBytes` raise the size bounds for a call whose answer may be
+ * larger than text ever is (Gemini's images, whole in one event).
+ */
 interface AdapterPost {
   url: string;
   headers: Record<string, string>;
   body: string;
   signal: CancelSignal;
   toError?: (reply: UpstreamText) => UpstreamError;
+  maxReplyBytes?: number;
+  maxEventBytes?: number;
 }
 
 const postOf = (call: Pick<AdapterCall, 'timeouts'>, request: AdapterPost): UpstreamPost => ({
@@ -698,4 +728,6 @@ const postOf = (call: Pick<AdapterCall, 'timeouts'>, request: AdapterPost): Upst
   signal: request.signal,
   headersTimeoutMs: call.timeouts.headersMs,
   idleTimeoutMs: call.timeouts.idleMs,
+  maxReplyBytes: request.maxReplyBytes,
+  maxEventBytes: request.maxEventBytes,
 });
