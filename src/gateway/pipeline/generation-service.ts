@@ -41,6 +41,7 @@ import type { Principal } from './authenticate.js';
 import type { ContentFilterThreads } from './content-filters/content-filter-threads.js';
 import { requestFor } from './endpoint-request.js';
 import { type ContentFilterStage, runContentFilters } from './guardrail-stage.js';
+import { estimatedImageTokens } from './image-token-estimate.js';
 import { ObservedParts } from './observed-parts.js';
 import type { AttemptPlanner, Candidate } from './plan-attempts.js';
 import type { SessionRoutes } from './session-routes.js';
@@ -206,23 +207,16 @@ interface OutputSize {
 const NO_OUTPUT: OutputSize = { chars: 0, images: 0 };
 
 /**
- * What one generated image is counted when the upstream did not say: Gemini's count for an image of
- * up to 1024×1024 (gemini-2.5-flash-image; Gemini 3's 1K and 2K images count 1,120). The size of
- * its base64 tells nothing of its tokens.
- */
-const ESTIMATED_IMAGE_TOKENS = 1290;
-
-/**
  * What a stream that ended without reported usage is billed: rough counts of what crossed the wire
- * (about four bytes a token, and an image its usual count). Media in the prompt are not estimated:
- * nothing that was sent tells their size in tokens, and billing them the whole context would
- * charge for a bound, not a use.
+ * (about four bytes a token, and an image its model's count for the size asked for). Media in the
+ * prompt are not estimated: nothing that was sent tells their size in tokens, and billing them the
+ * whole context would charge for a bound, not a use.
  */
-function estimatedUsage(promptBytes: number, output: OutputSize, outputBound: number): Usage {
-  const imageTokens = output.images * ESTIMATED_IMAGE_TOKENS;
+function estimatedUsage(promptBytes: number, output: OutputSize, bounds: UsageBounds): Usage {
+  const imageTokens = output.images * bounds.imageTokens;
   // An upstream that streamed past max_tokens (and never said how much) is billed no more than the
   // request allowed, which is what was reserved: 200,000 chunks on a $0.001 key had cost 43× it.
-  const outputTokens = Math.min(Math.ceil(output.chars / 4) + imageTokens, outputBound);
+  const outputTokens = Math.min(Math.ceil(output.chars / 4) + imageTokens, bounds.outputTokens);
   const usage: Usage = { ...emptyUsage(), inputTokens: Math.ceil(promptBytes / 4), outputTokens };
   if (imageTokens > 0) usage.imageOutputTokens = Math.min(imageTokens, outputTokens);
   return usage;
@@ -233,6 +227,11 @@ interface UsageBounds {
   contextLength: number;
   /** The output bound the reservation was made for (max output tokens, or the endpoint's maximum). */
   outputTokens: number;
+  /**
+   * What one image that came through is billed at least (image-token-estimate.ts: its model's
+   * count for the size asked for), within the output bound, as the reservation covers it.
+   */
+  imageTokens: number;
 }
 
 /**
@@ -240,8 +239,9 @@ interface UsageBounds {
  * is not a positive number becomes 0, fractions round down, and no count exceeds the endpoint's
  * context length (Infinity, which JSON.parse makes of 1e999, included: counted as 0 it would be a
  * free generation); the parts stay within their wholes (cached and cache-write tokens within the
- * prompt's, reasoning within the output's), as the cost reads them; and a reply with output but no
- * counts at all (a provider ignoring `include_usage`) is billed from what crossed the wire.
+ * prompt's, reasoning within the output's), as the cost reads them; images that came through are
+ * billed at least their estimate each; and a reply with output but no counts at all (a provider
+ * ignoring `include_usage`) is billed from what crossed the wire.
  */
 function billableUsage(
   reported: Usage | null,
@@ -250,7 +250,7 @@ function billableUsage(
   bounds: UsageBounds,
   partial = false,
 ): Usage {
-  if (!reported) return estimatedUsage(promptBytes, output, bounds.outputTokens);
+  if (!reported) return estimatedUsage(promptBytes, output, bounds);
   // No call can read or write more tokens than the endpoint's context holds: a larger count is an
   // upstream bug, and billing it would drain the account. Nor is more output billed than the request
   // allowed and the reservation covered.
@@ -263,10 +263,24 @@ function billableUsage(
   if (partial) {
     // A stream that failed reported its counts so far (Anthropic's message_start: the prompt, and
     // one output token): the output that crossed the wire since is billed when it is more.
-    const estimate = estimatedUsage(promptBytes, output, bounds.outputTokens);
+    const estimate = estimatedUsage(promptBytes, output, bounds);
     outputTokens = Math.max(outputTokens, estimate.outputTokens);
     imageTokens = Math.max(imageTokens, estimate.imageOutputTokens ?? 0);
     if (inputTokens === 0) inputTokens = Math.min(estimate.inputTokens, bounds.contextLength);
+  }
+  // A reply with output and not one token counted is billed from what crossed the wire.
+  if (inputTokens === 0 && outputTokens === 0 && (output.chars > 0 || output.images > 0))
+    return estimatedUsage(promptBytes, output, bounds);
+  const estimatedImages = Math.min(output.images * bounds.imageTokens, bounds.outputTokens);
+  if (imageTokens < estimatedImages) {
+    // Images came through, and the usage lacks their count or garbles it (no IMAGE entry in
+    // Gemini's candidatesTokensDetails): each is billed its estimate at the image price. The
+    // reported output holds them when it is large enough to (Gemini's candidatesTokenCount counts
+    // them); a smaller one is raised to hold them, never added to, which would bill twice an output
+    // that counted part of them.
+    imageTokens = estimatedImages;
+    const reasoning = clean(reported.reasoningTokens, outputTokens);
+    outputTokens = Math.min(Math.max(outputTokens, reasoning + imageTokens), bounds.outputTokens);
   }
   const cachedInputTokens = clean(reported.cachedInputTokens, inputTokens);
   const usage: Usage = {
@@ -279,10 +293,7 @@ function billableUsage(
   // Image tokens are answer tokens: within what reasoning leaves of the output.
   const images = Math.min(imageTokens, outputTokens - usage.reasoningTokens);
   if (images > 0) usage.imageOutputTokens = images;
-  const nothingCounted = usage.inputTokens === 0 && usage.outputTokens === 0;
-  return nothingCounted && (output.chars > 0 || output.images > 0)
-    ? estimatedUsage(promptBytes, output, bounds.outputTokens)
-    : usage;
+  return usage;
 }
 
 /**
@@ -655,7 +666,12 @@ export function createGenerationService(options: {
           candidate.model.record.top_provider.max_completion_tokens ??
           Math.max(1, contextLength - promptTokens));
     // No endpoint produces more than its context holds, whatever max_tokens asks for.
-    return { contextLength, promptTokens, outputTokens: Math.min(maxOutputTokens, contextLength) };
+    return {
+      contextLength,
+      promptTokens,
+      outputTokens: Math.min(maxOutputTokens, contextLength),
+      imageTokens: estimatedImageTokens(candidate.model.id, prepared.generation.imageConfig?.imageSize),
+    };
   }
 
   function reserveFor(context: GenerationContext, prepared: Prepared, candidate: Candidate) {

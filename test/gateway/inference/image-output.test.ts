@@ -394,6 +394,102 @@ describe('image output from an image model, end to end', () => {
     );
   });
 
+  it('an image whose count the usage lacks is billed its estimate, within the reported output, never on top of it', async () => {
+    const answer = (usageMetadata: unknown) => (_request: unknown, response: ServerResponse) => {
+      response.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          candidates: [
+            candidate(
+              [{ text: 'Here is your cat.' }, { inlineData: { mimeType: 'image/png', data: PNG } }],
+              'STOP',
+            ),
+          ],
+          usageMetadata,
+          ...identity,
+        }),
+      );
+    };
+    const ask = async () => {
+      const reply = await post('/chat/completions', {
+        model: MODEL,
+        messages: [drawCat],
+        modalities: ['image', 'text'],
+      });
+      assert.equal(reply.status, 200, reply.text);
+      return reply;
+    };
+    // The output counts the image (1,299 tokens), the IMAGE entry is missing: 1,290 of them at the image price.
+    gemini.handle(answer({ promptTokenCount: 12, candidatesTokenCount: 1299, totalTokenCount: 1311 }));
+    const unlisted = await ask();
+    assert.deepEqual(unlisted.body.usage.completion_tokens_details, {
+      reasoning_tokens: 0,
+      image_tokens: 1290,
+    });
+    assert.equal(unlisted.body.usage.completion_tokens, 1299);
+    assert.equal(unlisted.body.usage.cost, usd(COST_NANOS));
+    // An IMAGE entry garbled to a string, and an output that counts only the text: raised to hold
+    // the image (1,290), not added to (1,299 would bill the text twice if it had counted part of it).
+    gemini.handle(
+      answer({
+        promptTokenCount: 12,
+        candidatesTokenCount: 9,
+        candidatesTokensDetails: [{ modality: 'IMAGE', tokenCount: 'many' }],
+      }),
+    );
+    const garbled = await ask();
+    assert.equal(garbled.body.usage.completion_tokens, 1290);
+    assert.equal(garbled.body.usage.completion_tokens_details.image_tokens, 1290);
+    assert.equal(garbled.body.usage.cost, usd(INPUT_NANOS + 1290 * IMAGE_NANOS));
+    const record = await generationRecord(gateway, key, generationId(garbled));
+    assert.equal(record.native_tokens_completion_images, 1290);
+    gemini.handle((request, response) =>
+      request.url.includes('streamGenerateContent') ? answerStreamed(response) : answerWhole(response),
+    );
+  });
+
+  it('estimates an image from the size asked for: a 4K image of Gemini 3 Pro Image is 2,000 tokens, a 1K one 1,120', async () => {
+    // google/gemini-3-pro-image: $2/M prompt, $12/M completion, $120/M image output.
+    const proUsage = (images: number) => ({
+      promptTokenCount: 12,
+      candidatesTokenCount: images + 9,
+      candidatesTokensDetails: [
+        { modality: 'IMAGE', tokenCount: images },
+        { modality: 'TEXT', tokenCount: 9 },
+      ],
+    });
+    let usageMetadata: unknown = { promptTokenCount: 12, candidatesTokenCount: 9 };
+    gemini.handle((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          candidates: [
+            candidate([{ text: 'Here.' }, { inlineData: { mimeType: 'image/png', data: PNG } }], 'STOP'),
+          ],
+          usageMetadata,
+          ...identity,
+        }),
+      );
+    });
+    const ask = (size: string) =>
+      post('/chat/completions', {
+        model: 'google/gemini-3-pro-image',
+        messages: [drawCat],
+        modalities: ['image', 'text'],
+        image_config: { image_size: size },
+      });
+    const uncounted = await ask('4K');
+    assert.equal(uncounted.status, 200, uncounted.text);
+    assert.equal(uncounted.body.usage.completion_tokens_details.image_tokens, 2000);
+    assert.equal(uncounted.body.usage.cost, usd(12 * 2_000 + 2000 * 120_000));
+    // A reply that counts its image right is billed its count: the estimate is never above it.
+    usageMetadata = proUsage(1120);
+    const counted = await ask('1K');
+    assert.equal(counted.body.usage.completion_tokens_details.image_tokens, 1120);
+    assert.equal(counted.body.usage.cost, usd(12 * 2_000 + 9 * 12_000 + 1120 * 120_000));
+    gemini.handle((request, response) =>
+      request.url.includes('streamGenerateContent') ? answerStreamed(response) : answerWhole(response),
+    );
+  });
+
   it('modalities with image for a model that makes no images → 400 naming body.modalities, nothing sent', async () => {
     const before = gemini.requests.length;
     for (const path of ['/chat/completions', '/responses']) {
