@@ -16,8 +16,13 @@ export interface CacheControl {
 /** A piece of message content. */
 export type ContentPart = (
   | { type: 'text'; text: string }
-  /** An image by URL (https: or data:). `detail` is OpenAI's fidelity hint. */
-  | { type: 'image'; url: string; detail?: 'auto' | 'low' | 'high' }
+  /**
+   * An image by URL (https: or data:). `detail` is OpenAI's fidelity hint. `generated`: an image a
+   * model generated, sent back in its assistant turn (chat `images`, a Responses
+   * `image_generation_call`), which Gemini takes back in the model turn (image editing over several
+   * turns) and protocols that take no image in an assistant turn leave out.
+   */
+  | { type: 'image'; url: string; detail?: 'auto' | 'low' | 'high'; generated?: true }
   /** A file (PDF and the like) as a data URL or https URL. */
   | { type: 'file'; url: string; mediaType?: string; filename?: string }
   /** Base64 audio with its container format (wav, mp3…). */

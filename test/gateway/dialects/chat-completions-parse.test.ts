@@ -343,6 +343,31 @@ describe('chat-completions dialect: parsing valid requests', () => {
     assert.deepEqual(Object.keys(parsed.generation), ['input']);
   });
 
+  it("reads an assistant turn's images, sent back as answered, as generated images after its text", () => {
+    const url = 'data:image/png;base64,iVBORw0KGgo=';
+    const image = { type: 'image_url', image_url: { url }, index: 0 };
+    const parsed = accept({
+      ...minimal,
+      messages: [
+        user('Draw a cat'),
+        { role: 'assistant', content: 'Here.', images: [image] },
+        { role: 'assistant', content: null, images: [image] },
+        user('Make it blue'),
+      ],
+    });
+    assert.deepEqual(parsed.generation.input.slice(1, 3), [
+      {
+        type: 'message',
+        role: 'assistant',
+        content: [
+          { type: 'text', text: 'Here.' },
+          { type: 'image', url, generated: true },
+        ],
+      },
+      { type: 'message', role: 'assistant', content: [{ type: 'image', url, generated: true }] },
+    ]);
+  });
+
   it('reads the output modalities and image options', () => {
     const generation = (extra: Record<string, unknown>) => {
       const { input: _input, ...rest } = accept({ ...minimal, ...extra }).generation;
@@ -1146,6 +1171,20 @@ describe('chat-completions dialect: refusing bad requests with a 400 naming the 
       'an image option of no JSON type the reference allows',
       { ...minimal, modalities: ['image'], image_config: { aspect_ratio: true } },
       /^Invalid request parameters: body\.image_config\.aspect_ratio must be string,number,array$/,
+    ],
+    [
+      'an image sent back that is not a URL',
+      {
+        ...minimal,
+        messages: [
+          {
+            role: 'assistant',
+            content: 'Here.',
+            images: [{ type: 'image_url', image_url: { url: 'cat.png' } }],
+          },
+        ],
+      },
+      'Invalid request parameters: body.messages.0.images.0.image_url.url must be an http(s) or data: URL',
     ],
     [
       'a numeric trace_id',

@@ -557,6 +557,37 @@ describe('responses dialect: generation settings', () => {
     );
   });
 
+  it('reads image_generation_call items sent back as assistant turns holding a generated image', () => {
+    const png = 'iVBORw0KGgoAAAANSUhEUg==';
+    const jpeg = '/9j/4AAQSkZJRg==';
+    const request = parsed({
+      ...base,
+      input: [
+        { role: 'user', content: 'Draw a cat' },
+        { type: 'message', role: 'assistant', content: [{ type: 'output_text', text: 'Here.' }] },
+        { type: 'image_generation_call', id: 'ig_1', status: 'completed', result: png },
+        { type: 'image_generation_call', id: 'ig_2', status: 'completed', result: jpeg },
+        // Still in progress when the client kept it: no image to send back.
+        { type: 'image_generation_call', id: 'ig_3', status: 'in_progress', result: null },
+        { role: 'user', content: 'Make it blue' },
+      ],
+    });
+    const generated = (url: string) => ({
+      type: 'message',
+      role: 'assistant',
+      content: [{ type: 'image', url, generated: true }],
+    });
+    assert.deepEqual(request.generation.input.slice(2), [
+      generated(`data:image/png;base64,${png}`),
+      generated(`data:image/jpeg;base64,${jpeg}`),
+      { type: 'message', role: 'user', content: [{ type: 'text', text: 'Make it blue' }] },
+    ]);
+    refused(
+      { ...base, input: [{ type: 'image_generation_call', id: 'ig_1', result: 'not base64!' }] },
+      /body\.input\.0\.result must be base64 data/,
+    );
+  });
+
   it('refuses what the stateless API cannot do', () => {
     refused({ ...base, store: true }, /body\.store must be false/);
     refused({ ...base, background: true }, /body\.background is not supported/);

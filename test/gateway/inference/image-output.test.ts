@@ -582,4 +582,71 @@ describe('image output from an image model, end to end', () => {
     assert.deepEqual((gemini.requests.at(-1)!.body as any).generationConfig.responseModalities, ['TEXT']);
     assert.equal(text.body.usage.cost, usd(5 * PROMPT_NANOS + 5 * COMPLETION_NANOS));
   });
+
+  it('a later turn sends the answer back (Responses output as input, the chat message as is): Gemini gets the image in the model turn; other protocols leave it out', async () => {
+    gemini.handle((request, response) =>
+      request.url.includes('streamGenerateContent') ? answerStreamed(response) : answerWhole(response),
+    );
+    const modelTurn = {
+      role: 'model',
+      parts: [{ text: 'Here is your cat.' }, { inlineData: { mimeType: 'image/png', data: PNG } }],
+    };
+    const makeBlue = { role: 'user', content: 'Make it blue' };
+    const first = await post('/responses', {
+      model: MODEL,
+      input: 'Draw a cat',
+      modalities: ['text', 'image'],
+    });
+    assert.equal(first.status, 200, first.text);
+    const again = await post('/responses', {
+      model: MODEL,
+      modalities: ['text', 'image'],
+      input: [{ role: 'user', content: 'Draw a cat' }, ...first.body.output, makeBlue],
+    });
+    assert.equal(again.status, 200, again.text);
+    assert.deepEqual((gemini.requests.at(-1)!.body as any).contents, [
+      { role: 'user', parts: [{ text: 'Draw a cat' }] },
+      modelTurn,
+      { role: 'user', parts: [{ text: 'Make it blue' }] },
+    ]);
+    const chat = await post('/chat/completions', {
+      model: MODEL,
+      messages: [drawCat],
+      modalities: ['image', 'text'],
+    });
+    const message = chat.body.choices[0].message;
+    assert.equal(message.images.length, 1);
+    const chatAgain = await post('/chat/completions', {
+      model: MODEL,
+      modalities: ['image', 'text'],
+      messages: [drawCat, message, makeBlue],
+    });
+    assert.equal(chatAgain.status, 200, chatAgain.text);
+    assert.deepEqual((gemini.requests.at(-1)!.body as any).contents[1], modelTurn);
+    // The same conversation continued on a text model of another protocol: the image is left out.
+    openai.handle((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          id: 'chatcmpl-1',
+          object: 'chat.completion',
+          created: 1,
+          model: 'gpt-4o-mini',
+          choices: [
+            { index: 0, message: { role: 'assistant', content: 'A blue cat.' }, finish_reason: 'stop' },
+          ],
+          usage: { prompt_tokens: 10, completion_tokens: 4, total_tokens: 14 },
+        }),
+      );
+    });
+    const elsewhere = await post('/chat/completions', {
+      model: 'openai/gpt-4o-mini',
+      messages: [drawCat, message, { ...message, content: null }, makeBlue],
+    });
+    assert.equal(elsewhere.status, 200, elsewhere.text);
+    assert.deepEqual((openai.requests.at(-1)!.body as any).messages, [
+      { role: 'user', content: 'Draw a cat' },
+      { role: 'assistant', content: 'Here is your cat.' },
+      { role: 'user', content: 'Make it blue' },
+    ]);
+  });
 });

@@ -1,7 +1,10 @@
 import assert from 'node:assert/strict';
 import type { ServerResponse } from 'node:http';
 import { after, before, describe, it } from 'node:test';
-import { SKIP_SIGNATURE_CHECK } from '../../../src/gateway/providers/gemini/convert-to-gemini-request.js';
+import {
+  convertToGeminiContents,
+  SKIP_SIGNATURE_CHECK,
+} from '../../../src/gateway/providers/gemini/convert-to-gemini-request.js';
 import { createGeminiAdapter } from '../../../src/gateway/providers/gemini/gemini-adapter.js';
 import { createUpstreamHttp } from '../../../src/gateway/providers/shared/upstream-http.js';
 import type { AdapterCall } from '../../../src/spec/provider-adapter.js';
@@ -988,6 +991,29 @@ describe('Gemini adapter against a fake upstream', () => {
       });
       assert.equal(result.text, '');
       assert.deepEqual(result.images, [{ mediaType: 'image/jpeg', data: png }]);
+    });
+
+    it('sends a generated image back in the model turn, the text keeping its signature', () => {
+      const contents = convertToGeminiContents([
+        { type: 'message', role: 'user', content: [{ type: 'text', text: 'Draw a cat' }] },
+        {
+          type: 'message',
+          role: 'assistant',
+          content: [
+            { type: 'text', text: 'Here is your cat.' },
+            { type: 'image', url: `data:image/png;base64,${png}`, generated: true },
+          ],
+          reasoning: [{ text: '', signature: 'c2ln', format: 'google-gemini-v1' }],
+        },
+        { type: 'message', role: 'user', content: [{ type: 'text', text: 'Make it blue' }] },
+      ]);
+      assert.deepEqual(contents[1], {
+        role: 'model',
+        parts: [
+          { text: 'Here is your cat.', thoughtSignature: 'c2ln' },
+          { inlineData: { mimeType: 'image/png', data: png } },
+        ],
+      });
     });
 
     it('sends image options without modalities, leaving the model its default answer', async () => {

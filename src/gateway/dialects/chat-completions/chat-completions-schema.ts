@@ -78,6 +78,15 @@ const ToolCallSchema = Type.Object({
 });
 
 const optionalText = Type.Optional(nullable(Type.String()));
+
+/**
+ * An image an assistant turn generated, as this gateway answers it (`message.images`, OpenRouter's
+ * shape) and a client sends it back with that turn; `index` is the stream's and is ignored.
+ */
+const GeneratedImageSchema = Type.Object({
+  type: stringEnum(['image_url']),
+  image_url: Type.Object({ url: Type.String({ minLength: 1 }) }),
+});
 /** Whose reasoning an entry is; a name the gateway does not know reads as `unknown`. */
 const ReasoningFormatSchema = Type.Optional(nullable(Type.String({ maxLength: 64 })));
 
@@ -129,6 +138,8 @@ const MessageSchema = Type.Object({
   reasoning: Type.Optional(nullable(Type.String())),
   /** An earlier assistant turn's signed reasoning, sent back to the provider that made it. */
   reasoning_details: Type.Optional(nullable(Type.Array(ReasoningDetailSchema))),
+  /** The images an earlier assistant turn generated, sent back with it (read on assistant turns). */
+  images: Type.Optional(nullable(Type.Array(GeneratedImageSchema))),
 });
 
 export type MessageBody = Static<typeof MessageSchema>;

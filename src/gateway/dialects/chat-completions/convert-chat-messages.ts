@@ -80,6 +80,18 @@ function contentOf(message: MessageBody, path: string): ContentPart[] {
   });
 }
 
+/**
+ * An assistant turn's `images`, sent back as it was answered: generated images, which Gemini takes
+ * back in its model turn (a later turn may edit them) and other protocols leave out.
+ */
+function generatedImages(images: NonNullable<MessageBody['images']>, path: string): ContentPart[] {
+  return images.map((image, index) => {
+    const problem = contentUrlProblem(image.image_url.url);
+    if (problem) throw invalidParameter(`${path}.images.${index}.image_url.url`, problem);
+    return { type: 'image', url: image.image_url.url, generated: true };
+  });
+}
+
 /** Every message, in order, as canonical items. Throws a 400 naming the message and field. */
 export function convertChatMessages(messages: MessageBody[]): InputItem[] {
   const items: InputItem[] = [];
@@ -98,6 +110,8 @@ export function convertChatMessages(messages: MessageBody[]): InputItem[] {
         const refusal = (message as { refusal?: unknown }).refusal;
         if (content.length === 0 && typeof refusal === 'string' && refusal !== '')
           content = [{ type: 'text', text: refusal }];
+        // The images it generated follow its text, as the answer gave them.
+        if (message.images?.length) content = [...content, ...generatedImages(message.images, path)];
         const calls = message.tool_calls ?? [];
         const turnStart = items.length;
         // An empty assistant turn says nothing, and some upstreams refuse empty content: skip it.

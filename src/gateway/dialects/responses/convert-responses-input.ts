@@ -15,7 +15,9 @@ import type { ResponsesInputItem } from './responses-body-schema.js';
  * (`body.input.2.content.0.image_url is required`).
  *
  * Accepted: messages (`type` absent or `message`; roles user, assistant, system, developer;
- * content as text or parts), `function_call`, `function_call_output`. A `reasoning` item from an
+ * content as text or parts), `function_call`, `function_call_output`, and `image_generation_call`
+ * (an image a model generated, as this gateway answers it: an assistant turn holding the image,
+ * so that the usual stateless pattern of sending `output` back as `input` works). A `reasoning` item from an
  * earlier turn travels as the `reasoning` of the message or function call after it, with what the
  * provider signed (`signature`, `encrypted_content`, `format`), so that a provider that wants its
  * reasoning back gets it; one followed by neither is dropped.
@@ -81,6 +83,8 @@ function convertItem(item: ResponsesInputItem, path: string): InputItem | null {
         callId: requiredText(item, 'call_id', path),
         output: functionOutput(item.output, `${path}.output`),
       };
+    case 'image_generation_call':
+      return generatedImageTurn(item, path);
     case 'item_reference':
       throw invalidParameter(
         `${path}.type`,
@@ -89,9 +93,34 @@ function convertItem(item: ResponsesInputItem, path: string): InputItem | null {
     default:
       throw invalidParameter(
         `${path}.type`,
-        `${JSON.stringify(type)} is not supported; use message, function_call or function_call_output`,
+        `${JSON.stringify(type)} is not supported; use message, function_call, function_call_output or image_generation_call`,
       );
   }
+}
+
+/**
+ * An `image_generation_call` item sent back: an assistant turn holding its image (`result`, base64)
+ * as a generated image, which Gemini takes back in its model turn (a later turn may edit it) and
+ * other protocols leave out. An item without a result (one still in progress, or failed) holds no
+ * image and is left out. The item has no media type: the data's first bytes tell it.
+ */
+function generatedImageTurn(item: ResponsesInputItem, path: string): InputItem | null {
+  const result = optionalText(item, 'result', path);
+  if (!result) return null;
+  if (!isBase64(result)) throw invalidParameter(`${path}.result`, 'must be base64 data');
+  return {
+    type: 'message',
+    role: 'assistant',
+    content: [{ type: 'image', url: `data:${imageMediaType(result)};base64,${result}`, generated: true }],
+  };
+}
+
+/** The media type base64 image data starts with the signature of; PNG, Gemini's usual, otherwise. */
+function imageMediaType(base64: string): string {
+  if (base64.startsWith('/9j/')) return 'image/jpeg';
+  if (base64.startsWith('R0lGOD')) return 'image/gif';
+  if (base64.startsWith('UklGR')) return 'image/webp';
+  return 'image/png';
 }
 
 /**

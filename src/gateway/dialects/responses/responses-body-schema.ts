@@ -37,7 +37,8 @@ export type ResponsesInputItem = Record<string, unknown>;
 
 const Input = Type.Unsafe<string | ResponsesInputItem[]>({
   type: ['string', 'array'],
-  description: 'A user message as text, or an array of items (messages, function_call, function_call_output)',
+  description:
+    'A user message as text, or an array of items (messages, function_call, function_call_output, image_generation_call)',
   items: { type: 'object' },
 });
 

@@ -12,6 +12,7 @@ import type {
 import { UnsupportedRequestError } from '../../../spec/upstream-error.js';
 import { standardBase64 } from '../shared/base64-data.js';
 import { argumentsObject } from '../shared/function-arguments.js';
+import { withoutGeneratedImages } from '../shared/generated-images.js';
 import { refuseImageOutput } from '../shared/text-output-only.js';
 import { thinkingRoom } from '../shared/thinking-room.js';
 import { anthropicOutputSchema, anthropicStrictToolSchema } from './anthropic-output-schema.js';
@@ -574,7 +575,7 @@ export function convertToAnthropicMessagesRequest(
   refuseImageOutput(request, 'Anthropic Messages');
   const { system, messages } = convertToAnthropicMessages(
     request.instructionSections ?? request.instructions,
-    request.input,
+    withoutGeneratedImages(request.input),
   );
   let thinking = planThinking(request);
   // Anthropic refuses thinking with a forced tool call ("Thinking may not be enabled when

@@ -155,12 +155,20 @@ export function convertToGeminiContents(input: InputItem[]): GeminiContent[] {
   for (const item of input) {
     if (item.type === 'message') {
       if (item.role === 'system' || item.role === 'developer') continue;
+      // A generated image sent back (chat `images`, a Responses image_generation_call) is
+      // `inlineData` in the model turn, as Gemini answered it, so a later turn can edit it.
       const parts = item.content.map(convertPart);
-      // A text's signature came on the last part Gemini sent, and goes back there.
+      // A text's signature came on the last part Gemini sent that the answer kept, and goes back
+      // there: not on a generated image, whose own signature was not kept.
       const signature = item.role === 'assistant' ? geminiSignature(item.reasoning) : undefined;
       if (signature !== undefined) {
-        const last = [...parts].reverse().find((part) => !('text' in part) || part.text !== '');
-        if (last) last.thoughtSignature = signature;
+        for (let index = parts.length - 1; index >= 0; index--) {
+          const part = item.content[index] as ContentPart;
+          if ((part.type === 'text' && part.text === '') || (part.type === 'image' && part.generated))
+            continue;
+          (parts[index] as GeminiPart).thoughtSignature = signature;
+          break;
+        }
       }
       append(item.role === 'assistant' ? 'model' : 'user', parts);
     } else if (item.type === 'function-call') {

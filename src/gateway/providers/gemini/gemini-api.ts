@@ -62,8 +62,9 @@ export function readGeminiCandidate(reply: unknown): GeminiCandidateView | undef
     const inline = asRecord(part.inlineData);
     if (inline) {
       // Gemini 3 Pro Image thinks in draft images (`thought: true`): what it answers with comes
-      // after them. An image's signature is not kept: a generated image cannot come back in an
-      // assistant turn here, and that model does not refuse a turn without its signatures.
+      // after them. An image's signature is not kept: the surfaces have no place for it, a
+      // generated image sent back goes without it, and that model does not refuse a turn
+      // without its signatures.
       const data = asString(inline.data);
       const mediaType = asString(inline.mimeType);
       if (part.thought !== true && data)

@@ -1,5 +1,6 @@
 import type { ContentPart, GenerationRequest, InputItem } from '../../../spec/generation-request.js';
 import { UnsupportedRequestError } from '../../../spec/upstream-error.js';
+import { withoutGeneratedImages } from '../shared/generated-images.js';
 import { refuseImageOutput } from '../shared/text-output-only.js';
 import { hasTools, sendsToolChoice } from '../shared/tool-choice.js';
 import { mediaAfterResults } from '../shared/tool-result-media.js';
@@ -102,7 +103,10 @@ export function convertToOpenAiChatRequest(
   refuseImageOutput(request, 'OpenAI chat completions');
   const body: Record<string, unknown> = {
     model: request.model,
-    messages: convertToOpenAiChatMessages(request.instructions, mediaAfterResults(request.input)),
+    messages: convertToOpenAiChatMessages(
+      request.instructions,
+      mediaAfterResults(withoutGeneratedImages(request.input)),
+    ),
   };
   if (options.stream) {
     body.stream = true;

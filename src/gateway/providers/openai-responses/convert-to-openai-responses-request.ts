@@ -7,6 +7,7 @@ import type {
   ReasoningOptions,
 } from '../../../spec/generation-request.js';
 import { UnsupportedRequestError } from '../../../spec/upstream-error.js';
+import { withoutGeneratedImages } from '../shared/generated-images.js';
 import { refuseImageOutput } from '../shared/text-output-only.js';
 import { hasTools, sendsToolChoice } from '../shared/tool-choice.js';
 import { mediaAfterResults } from '../shared/tool-result-media.js';
@@ -132,7 +133,7 @@ export function convertToOpenAiResponsesRequest(
   // A model that does not reason refuses reasoning items ("can only be provided to a reasoning or
   // computer use model"): a conversation begun on gpt-5 and continued on gpt-4.1 leaves them out.
   const input = convertToOpenAiResponsesInput(
-    mediaAfterResults(request.input),
+    mediaAfterResults(withoutGeneratedImages(request.input)),
     request.reasoningModel === false ? null : format,
   );
   body.input = input;
