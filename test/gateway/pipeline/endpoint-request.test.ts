@@ -111,7 +111,8 @@ describe('the request an endpoint is sent', () => {
     const imageModel = requestFor(withOptions, endpoint, ['image', 'text']);
     assert.deepEqual([imageModel.imageConfig, imageModel.imageModel], [{ aspectRatio: '16:9' }, true]);
     const textModel = requestFor(withOptions, endpoint, ['text']);
-    assert.deepEqual([textModel.imageConfig, textModel.imageModel], [undefined, false]);
+    // A text model is not marked: only image models are (the Gemini adapter reads `imageModel === true`).
+    assert.deepEqual([textModel.imageConfig, textModel.imageModel], [undefined, undefined]);
     // Output modalities not known: sent as given, and the model not marked either way.
     const unknown = requestFor(withOptions, endpoint);
     assert.deepEqual([unknown.imageConfig, unknown.imageModel], [{ aspectRatio: '16:9' }, undefined]);

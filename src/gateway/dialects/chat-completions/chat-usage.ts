@@ -14,11 +14,11 @@ export function chatUsage(summary: GenerationSummary) {
       cached_tokens: usage.cachedInputTokens,
       cache_write_tokens: usage.cacheWriteTokens,
     },
-    completion_tokens_details: {
-      reasoning_tokens: usage.reasoningTokens,
-      // Only when the answer held images, whose tokens are priced apart (their cost is in the completions').
-      ...(usage.imageOutputTokens ? { image_tokens: usage.imageOutputTokens } : {}),
-    },
+    // image_tokens only when the answer held images, whose tokens are priced apart (their cost is
+    // in the completions'); no object spread for the answers without them.
+    completion_tokens_details: usage.imageOutputTokens
+      ? { reasoning_tokens: usage.reasoningTokens, image_tokens: usage.imageOutputTokens }
+      : { reasoning_tokens: usage.reasoningTokens },
     ...billedCost(summary),
     cost_details: {
       upstream_inference_cost: null,
