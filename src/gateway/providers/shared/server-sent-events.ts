@@ -11,6 +11,7 @@ export interface ServerSentEventReader {
   /**
    * The characters received of an event not yet ended (0 at an event boundary), also after `feed`
    * threw for an event over the bound: what a stream that failed was in the middle of sending.
+   * Always 0 unless the reader was made to track it (a call with its own event bound).
    */
   unfinished(): number;
 }
@@ -25,6 +26,8 @@ export interface ServerSentEventReader {
 export function createServerSentEventReader(
   onEvent: (event: EventSourceMessage) => void,
   maxEventBytes = MAX_EVENT_BYTES,
+  /** Whether `unfinished` is wanted (a call that may carry images); others skip the count. */
+  trackUnfinished = false,
 ): ServerSentEventReader {
   const parser = createParser({
     onEvent,
@@ -43,6 +46,10 @@ export function createServerSentEventReader(
   return {
     feed(chunk) {
       const text = decoder.decode(chunk, { stream: true });
+      if (!trackUnfinished) {
+        parser.feed(text);
+        return;
+      }
       // Counted before parsing, which throws for an event over the bound. A chunk that ends an
       // event (nearly every one of a text stream) costs one look at its last characters.
       if (endsEvent(text)) unfinished = 0;

@@ -277,10 +277,14 @@ class EventsCall extends UpstreamCall<UpstreamEvents | UpstreamText> implements 
 
   override send(agent: Agent, call: UpstreamPost): void {
     this.idleMs = call.idleTimeoutMs;
-    this.reader = createServerSentEventReader((event) => {
-      this.lastEventAt = Date.now();
-      this.queue.push(event);
-    }, call.maxEventBytes ?? MAX_EVENT_BYTES);
+    this.reader = createServerSentEventReader(
+      (event) => {
+        this.lastEventAt = Date.now();
+        this.queue.push(event);
+      },
+      call.maxEventBytes ?? MAX_EVENT_BYTES,
+      call.maxEventBytes !== undefined,
+    );
     super.send(agent, call);
   }
 
