@@ -43,15 +43,29 @@ describe("a tool's parameters as Anthropic's input_schema", () => {
       properties: { id: { type: 'string' }, name: { type: 'string' }, exact: { type: 'boolean' } },
       description: 'Exactly one of these forms: id; name + exact.',
     });
-    // Alternatives that differ in nothing a model would tell apart add no note.
+    // A property the alternatives define apart keeps every definition: a tagged union's tag keeps
+    // each of its values (the forms name the same properties, so no note is added).
     assert.deepEqual(
       anthropicToolInputSchema('f', {
-        anyOf: [
-          { properties: { x: { type: 'string' } }, required: ['x'] },
-          { properties: { x: { type: 'number' } }, required: ['x'] },
+        oneOf: [
+          { properties: { action: { const: 'start' }, id: { type: 'string' } }, required: ['action', 'id'] },
+          { properties: { action: { const: 'stop' }, id: { type: 'string' } }, required: ['action', 'id'] },
         ],
       }),
-      { type: 'object', properties: { x: { type: 'string' } }, required: ['x'] },
+      {
+        type: 'object',
+        properties: { action: { anyOf: [{ const: 'start' }, { const: 'stop' }] }, id: { type: 'string' } },
+        required: ['action', 'id'],
+      },
+    );
+  });
+
+  it("drops a nullable root's null and merges the rest", () => {
+    assert.deepEqual(
+      anthropicToolInputSchema('f', {
+        anyOf: [{ type: 'object', properties: { q: { type: 'string' } }, required: ['q'] }, { type: 'null' }],
+      }),
+      { type: 'object', properties: { q: { type: 'string' } }, required: ['q'] },
     );
   });
 
@@ -65,12 +79,13 @@ describe("a tool's parameters as Anthropic's input_schema", () => {
     });
     assert.equal(merged.type, 'object');
     assert.equal(merged.anyOf, undefined);
-    assert.deepEqual(merged.properties, { q: { type: 'string' } });
+    // The alternative that merges lends its properties (none required: the other is unread); the
+    // one that does not is quoted.
+    assert.deepEqual(merged.properties, { q: { type: 'string' }, z: { type: 'string' } });
+    assert.equal(merged.required, undefined);
     assert.equal(
       merged.description,
-      `Find things.\n\nThe arguments must also match: ${JSON.stringify({
-        anyOf: [{ $ref: '#/$defs/A' }, { properties: { z: { type: 'string' } } }],
-      })}`,
+      `Find things.\n\nThe arguments must also match: ${JSON.stringify({ anyOf: [{ $ref: '#/$defs/A' }] })}`,
     );
     const huge = anthropicToolInputSchema('f', {
       oneOf: [{ $ref: `#/${'x'.repeat(50_000)}` }],

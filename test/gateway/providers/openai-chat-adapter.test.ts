@@ -831,6 +831,31 @@ describe('OpenAI chat-completions adapter against a fake upstream', () => {
     while (!(await stream.next()).done);
   });
 
+  it('fails over in the end from a call named and then never continued, however busy the stream', async () => {
+    let stop = false;
+    upstream.handle(async (_request, response) => {
+      response.writeHead(200, { 'content-type': 'text/event-stream' });
+      response.write(
+        `data: ${chunk({ tool_calls: [{ index: 0, id: 'c1', type: 'function', function: { name: 'lookup', arguments: '' } }] })}\n\n`,
+      );
+      // Empty chunks keep the idle timeout away; the call never gets its arguments.
+      for (let beat = 0; !stop && beat < 200; beat++) {
+        await new Promise((resolve) => setTimeout(resolve, 20));
+        response.write(`data: ${chunk({})}\n\n`);
+      }
+      response.end();
+    });
+    const started = Date.now();
+    await assert.rejects(
+      collect(adapter.stream(call({ timeouts: { headersMs: 2000, firstTokenMs: 100, idleMs: 5000 } }))),
+      (caught: unknown) => caught instanceof UpstreamError && caught.kind === 'timeout' && caught.retryable,
+    );
+    stop = true;
+    const waited = Date.now() - started;
+    // Ten first-token timeouts (1 s), not the upstream's four seconds of chunks.
+    assert.ok(waited >= 900 && waited < 3000, `waited ${waited} ms`);
+  });
+
   it('throws a timeout when no output arrives before the first-token timeout, and when headers never come', async () => {
     upstream.handle(async (_request, response) => {
       response.writeHead(200, { 'content-type': 'text/event-stream' });

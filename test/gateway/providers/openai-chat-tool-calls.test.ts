@@ -69,6 +69,15 @@ describe('OpenAI-compatible tool-call reader', () => {
     ]);
   });
 
+  it('holds a declared name that came without an id for its arguments, so a late id is kept', () => {
+    const reader = createToolCallReader(['get_weather']);
+    assert.deepEqual(reader.read({ index: 0, name: 'get_weather' }), []);
+    assert.deepEqual(reader.read({ index: 0, id: 'up_1', arguments: '{}' }), [
+      { type: 'tool-call-start', index: 0, callId: 'up_1', name: 'get_weather' },
+      { type: 'tool-call-delta', index: 0, argumentsDelta: '{}' },
+    ]);
+  });
+
   it("starts OpenAI's form (id and whole name, then argument pieces) with its first argument piece", () => {
     const reader = createToolCallReader();
     assert.deepEqual(reader.read({ index: 0, id: 'c1', name: 'get_weather', arguments: '' }), []);

@@ -77,6 +77,29 @@ function mergedRoot(parameters: Schema): Schema {
     }
   };
 
+  /**
+   * The alternatives' properties: one the alternatives define alike is taken as it is; one they
+   * define apart (a tagged union's `type: {const: "create"}` against `{const: "delete"}`) becomes
+   * an `anyOf` of its distinct definitions, so that no alternative's value is lost. The root's own
+   * definition of a property wins.
+   */
+  const addAlternatives = (alternatives: Schema[]) => {
+    const variants = new Map<string, Map<string, unknown>>();
+    for (const alternative of alternatives) {
+      if (!isSchema(alternative.properties)) continue;
+      for (const [property, schema] of Object.entries(alternative.properties)) {
+        if (Object.hasOwn(properties, property)) continue;
+        const distinct = variants.get(property) ?? new Map<string, unknown>();
+        distinct.set(JSON.stringify(schema), schema);
+        variants.set(property, distinct);
+      }
+    }
+    for (const [property, distinct] of variants) {
+      const schemas = [...distinct.values()];
+      properties[property] = schemas.length === 1 ? schemas[0] : { anyOf: schemas };
+    }
+  };
+
   if (allOf !== undefined) {
     const members = Array.isArray(allOf) ? allOf : [allOf];
     const left: unknown[] = [];
@@ -96,16 +119,23 @@ function mergedRoot(parameters: Schema): Schema {
     ['anyOf', anyOf],
   ] as const) {
     if (value === undefined) continue;
-    const alternatives = Array.isArray(value) ? value : [value];
-    if (alternatives.length === 0 || !alternatives.every(isMergeable)) {
-      unmerged[keyword] = value;
-      continue;
+    // Arguments are always an object: a `null` alternative (a nullable root) says nothing of them.
+    const alternatives = (Array.isArray(value) ? value : [value]).filter(
+      (alternative) => !(isSchema(alternative) && alternative.type === 'null'),
+    );
+    const mergeable = alternatives.filter(isMergeable);
+    if (mergeable.length < alternatives.length)
+      unmerged[keyword] = alternatives.filter((a) => !isMergeable(a));
+    if (mergeable.length === 0) continue;
+    addAlternatives(mergeable);
+    // Only what every alternative requires is required whichever form the arguments take (none
+    // when some alternative could not be read).
+    if (mergeable.length === alternatives.length) {
+      const [first, ...others] = mergeable.map((alternative) => new Set(requiredOf(alternative)));
+      for (const property of first ?? [])
+        if (others.every((set) => set.has(property))) required.add(property);
     }
-    for (const alternative of alternatives) addProperties(alternative);
-    // Only what every alternative requires is required whichever form the arguments take.
-    const [first, ...others] = alternatives.map((alternative) => new Set(requiredOf(alternative)));
-    for (const property of first ?? []) if (others.every((set) => set.has(property))) required.add(property);
-    const forms = alternatives.map(formOf);
+    const forms = mergeable.map(formOf);
     if (new Set(forms).size > 1) {
       notes.push(
         `${keyword === 'oneOf' ? 'Exactly one' : 'At least one'} of these forms: ${forms.join('; ')}.`,

@@ -111,7 +111,8 @@ export function createToolCallReader(declared: readonly string[] = []) {
         };
         calls.push(call);
         upstreamIndexes.set(delta.index, index);
-        if (whole.has(call.name)) start(call, out);
+        // Without its own id yet, it waits for its arguments: the id may still come.
+        if (call.ownId && whole.has(call.name)) start(call, out);
       } else if (!call.started) {
         if (delta.id !== undefined && !call.ownId) {
           call.id = delta.id;
@@ -119,7 +120,7 @@ export function createToolCallReader(declared: readonly string[] = []) {
         }
         if (delta.name && delta.name !== call.name) call.name += delta.name;
         // Arguments that came first were waiting for the name: once it comes it is the whole name.
-        if ((call.held && call.name) || whole.has(call.name)) start(call, out);
+        if ((call.held && call.name) || (call.ownId && whole.has(call.name))) start(call, out);
       }
       if (delta.arguments) {
         if (call.started) {

@@ -41,12 +41,17 @@ export function guardStream(call: AdapterCall) {
     },
     /**
      * The upstream has begun its answer with something held back until it is whole (a tool call
-     * whose name may come in pieces): the first-token timer stops, as at the first output, but
-     * nothing is committed, so a failure before the first output still fails over. The idle
+     * whose name may come in pieces): the first-token timer gives way to the cap of ten timeouts,
+     * but nothing is committed, so a failure before the first output still fails over. The idle
      * timeout still ends an upstream that then goes quiet.
      */
     begun() {
-      if (!started) clearTimeout(timer);
+      if (started || controller.aborted) return;
+      // Still within the cap of ten first-token timeouts that `alive` keeps: an upstream that
+      // named a call and then sends nothing of it is failed over from in the end.
+      clearTimeout(timer);
+      const left = openedAt + call.timeouts.firstTokenMs * MAX_ALIVE_FACTOR - performance.now();
+      timer = setTimeout(expire, Math.max(0, left));
     },
     /**
      * The upstream shows it is working on an answer it has not begun to send (a reasoning model's
