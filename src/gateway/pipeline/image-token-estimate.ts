@@ -39,8 +39,11 @@ function sizeTier(size: string): SizeTier {
 /** The tokens one image of `model` (a catalogue id such as `google/gemini-3-pro-image`) is counted. */
 export function estimatedImageTokens(model: string, imageSize: string | undefined): number {
   const tier = imageSize === undefined ? '1K' : sizeTier(imageSize);
-  if (/gemini-3\.1-flash-image/.test(model)) return GEMINI_3_1_FLASH_TOKENS[tier];
-  if (/gemini-3-pro-image/.test(model)) return tier === '4K' ? GEMINI_3_PRO_4K_TOKENS : GEMINI_3_IMAGE_TOKENS;
-  if (/gemini-3[.-]/.test(model) && tier !== '2K' && tier !== '4K') return GEMINI_3_IMAGE_TOKENS;
+  // Plain substring tests: this runs for every request's reservation, images or not.
+  if (model.includes('gemini-3.1-flash-image')) return GEMINI_3_1_FLASH_TOKENS[tier];
+  if (model.includes('gemini-3-pro-image'))
+    return tier === '4K' ? GEMINI_3_PRO_4K_TOKENS : GEMINI_3_IMAGE_TOKENS;
+  if ((model.includes('gemini-3.') || model.includes('gemini-3-')) && tier !== '2K' && tier !== '4K')
+    return GEMINI_3_IMAGE_TOKENS;
   return DEFAULT_IMAGE_TOKENS;
 }

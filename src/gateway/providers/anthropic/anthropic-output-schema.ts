@@ -64,9 +64,10 @@ const STRING_FORMATS = new Set([
   'uuid',
 ]);
 
-type Schema = Record<string, unknown>;
+export type Schema = Record<string, unknown>;
 
-const isSchema = (value: unknown): value is Schema =>
+/** A JSON Schema node: an object, not an array or null. */
+export const isSchema = (value: unknown): value is Schema =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
 const isPrimitive = (value: unknown): boolean => value === null || typeof value !== 'object';

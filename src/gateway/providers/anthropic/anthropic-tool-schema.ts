@@ -1,14 +1,10 @@
 import { UnsupportedRequestError } from '../../../spec/upstream-error.js';
+import { isSchema, type Schema } from './anthropic-output-schema.js';
 
 const COMBINATORS = ['anyOf', 'oneOf', 'allOf'] as const;
 
 /** How much of a combinator that could not be merged is quoted in the schema's description. */
 const MAX_QUOTED_CHARS = 2_000;
-
-type Schema = Record<string, unknown>;
-
-const isSchema = (value: unknown): value is Schema =>
-  typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** An object schema whose properties can be merged: an object type (or none) and only plain members. */
 const isMergeable = (member: unknown): member is Schema =>

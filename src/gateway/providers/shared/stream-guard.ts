@@ -27,6 +27,9 @@ export function guardStream(call: AdapterCall) {
   const openedAt = performance.now();
   let timer = setTimeout(expire, call.timeouts.firstTokenMs);
   let started = false;
+  let begun = false;
+  /** What is left of the ten first-token timeouts that signs of life may stretch the wait to. */
+  const capLeft = () => openedAt + call.timeouts.firstTokenMs * MAX_ALIVE_FACTOR - performance.now();
   return {
     signal: controller as CancelSignal,
     /** Whether output (text, reasoning, a tool call) has been emitted. */
@@ -46,12 +49,13 @@ export function guardStream(call: AdapterCall) {
      * timeout still ends an upstream that then goes quiet.
      */
     begun() {
-      if (started || controller.aborted) return;
+      if (started || begun || controller.aborted) return;
       // Still within the cap of ten first-token timeouts that `alive` keeps: an upstream that
-      // named a call and then sends nothing of it is failed over from in the end.
+      // named a call and then sends nothing of it is failed over from in the end. Once is enough:
+      // the cap's deadline does not move.
+      begun = true;
       clearTimeout(timer);
-      const left = openedAt + call.timeouts.firstTokenMs * MAX_ALIVE_FACTOR - performance.now();
-      timer = setTimeout(expire, Math.max(0, left));
+      timer = setTimeout(expire, Math.max(0, capLeft()));
     },
     /**
      * The upstream shows it is working on an answer it has not begun to send (a reasoning model's
@@ -59,10 +63,10 @@ export function guardStream(call: AdapterCall) {
      * upstream. Nothing is committed: the stream may still fail over until its first output.
      */
     alive() {
-      if (started || controller.aborted) return;
+      if (started || begun || controller.aborted) return;
       // Never past ten first-token timeouts in all (ten minutes by default): an upstream that only
       // says it is working is failed over from in the end.
-      const left = openedAt + call.timeouts.firstTokenMs * MAX_ALIVE_FACTOR - performance.now();
+      const left = capLeft();
       if (left <= 0) return;
       clearTimeout(timer);
       timer = setTimeout(expire, Math.min(call.timeouts.firstTokenMs, left));
