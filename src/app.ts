@@ -54,10 +54,11 @@ import { createSecretBox, resolveMasterKey, type SecretBox } from './platform/se
 import { throttled } from './platform/throttled.js';
 import { onWhenCpusAllow } from './platform/usable-cpus.js';
 import { installValidators } from './platform/validation.js';
-import { openStorage, type Storage } from './storage/database.js';
+import { isInMemorySqlite, openStorage, type Storage } from './storage/database.js';
 import type { BroadcastOutboxTable } from './storage/database-schema.js';
 import { initializeStorage } from './storage/initialize.js';
-import { createBroadcastWorker } from './workers/broadcast-worker.js';
+import { type BroadcastWorker, createBroadcastWorker } from './workers/broadcast-worker.js';
+import { createThreadedBroadcastWorker } from './workers/broadcast-worker-thread.js';
 
 export const API_PREFIX = '/api/v1';
 
@@ -248,8 +249,15 @@ export async function buildApp(options: BuildOptions): Promise<{
   const countContentFilter = createContentFilterMetrics(metrics);
   /** The HTTP client of destination checks and deliveries (SSRF rules, timeouts). */
   const exporterHttp = createExporterHttp({ allowPrivateNetworks: config.broadcast.allow_private_networks });
+  // The whole worker in its own thread, with a connection of its own (an in-memory SQLite database
+  // cannot be opened twice: its worker stays here, sending from the delivery thread).
+  const workerThread =
+    config.broadcast.worker_enabled &&
+    config.broadcast.delivery_thread &&
+    config.broadcast.worker_thread &&
+    !isInMemorySqlite(config.database_url);
   const deliveryThread =
-    config.broadcast.worker_enabled && config.broadcast.delivery_thread
+    config.broadcast.worker_enabled && config.broadcast.delivery_thread && !workerThread
       ? createThreadDeliverer({
           settings: {
             allowPrivateNetworks: config.broadcast.allow_private_networks,
@@ -259,19 +267,31 @@ export async function buildApp(options: BuildOptions): Promise<{
           logger,
         })
       : null;
-  const broadcastWorker = config.broadcast.worker_enabled
-    ? createBroadcastWorker({
+  const broadcastWorker: Pick<BroadcastWorker, 'owner' | 'start' | 'accept' | 'stop'> | null = workerThread
+    ? createThreadedBroadcastWorker({
         storage: services.storage,
-        secretBox: services.secretBox,
-        http: exporterHttp,
-        deliverer: deliveryThread ?? undefined,
         settings: config.broadcast,
-        clock,
+        databaseUrl: config.database_url,
+        databaseSchema: config.database_schema,
+        masterKey: config.master_key,
+        logLevel: config.log_level,
         logger,
         registry: metrics,
         bus: services.bus,
       })
-    : null;
+    : config.broadcast.worker_enabled
+      ? createBroadcastWorker({
+          storage: services.storage,
+          secretBox: services.secretBox,
+          http: exporterHttp,
+          deliverer: deliveryThread ?? undefined,
+          settings: config.broadcast,
+          clock,
+          logger,
+          registry: metrics,
+          bus: services.bus,
+        })
+      : null;
   if (broadcastWorker) {
     services.outboxWritten.listener = (rows) => broadcastWorker.accept(rows);
     app.addHook('onReady', async () => broadcastWorker.start());

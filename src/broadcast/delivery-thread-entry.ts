@@ -3,37 +3,15 @@
  * posts, with its own HTTP client, at a lowered scheduling priority so that on a busy core the
  * request thread runs first. It touches no database: the worker settles what it reports.
  */
-import { setPriority } from 'node:os';
 import { parentPort, workerData } from 'node:worker_threads';
-import { currentThreadId, scheduleIdle } from '../platform/idle-scheduling.js';
+import { lowerThreadPriority } from '../platform/idle-scheduling.js';
 import { type DeliveryRequest, deliverBatch, deliveryErrorData } from './deliver-batch.js';
-import type { ThreadMessage, ThreadPriority, ThreadReply, ThreadSettings } from './delivery-thread.js';
+import type { ThreadMessage, ThreadReply, ThreadSettings } from './delivery-thread.js';
 import { createExporterHttp } from './exporter-http.js';
 
 const settings = workerData as ThreadSettings;
 const port = parentPort;
 if (!port) throw new Error('delivery-thread-entry runs as a worker thread');
-
-/**
- * Lowers this thread's priority: the SCHED_IDLE policy (when asked), then its nice value. Linux
- * schedules threads one by one, so the request thread keeps its own. Reports what was set, or why
- * it could not be. `chrt` runs first, while this thread still has its normal priority: the process
- * it starts inherits the thread's class and nice value.
- */
-async function lowerPriority(niceness: number, idle: boolean): Promise<ThreadPriority> {
-  const tid = currentThreadId();
-  if (tid === null) return { niceness: 'no thread id', idle: idle ? 'no thread id' : false };
-  const idleSet = idle ? await scheduleIdle(tid) : false;
-  let set: number | string = 0;
-  try {
-    // setpriority() on a tid concerns that thread.
-    if (niceness !== 0) setPriority(tid, niceness);
-    set = niceness;
-  } catch (error) {
-    set = (error as Error).message;
-  }
-  return { niceness: set, idle: idleSet };
-}
 
 /**
  * Lowers the priority once, after the first batch: that batch loads what its exporter loads on
@@ -46,7 +24,7 @@ let lowered = nothingToLower;
 function lowerOnce(): void {
   if (lowered) return;
   lowered = true;
-  void lowerPriority(settings.niceness, settings.idle).then((priority) =>
+  void lowerThreadPriority(settings.niceness, settings.idle).then((priority) =>
     reply({ kind: 'priority', priority }),
   );
 }

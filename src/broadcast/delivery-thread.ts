@@ -1,4 +1,5 @@
 import type { Worker } from 'node:worker_threads';
+import type { LoweredPriority } from '../platform/idle-scheduling.js';
 import { startModuleThread } from '../platform/module-thread.js';
 import {
   type Deliverer,
@@ -21,10 +22,7 @@ export interface ThreadSettings {
  * What the thread could lower itself to: its nice value and whether it runs SCHED_IDLE (false: not
  * asked); a string says why one could not be set.
  */
-export interface ThreadPriority {
-  niceness: number | string;
-  idle: boolean | string;
-}
+export type ThreadPriority = LoweredPriority;
 
 /** Parent → thread. */
 export type ThreadMessage =

@@ -206,6 +206,14 @@ export const ConfigSchema = Type.Object(
          */
         delivery_thread: Type.Boolean(),
         /**
+         * Runs the whole outbox worker in that thread, with a database connection of its own: it
+         * holds handed-over events through their linger, claims, sends and settles there, so the
+         * request thread only builds the events and commits their rows (docs/observability.md,
+         * "Speed"). Needs `delivery_thread`; an in-memory SQLite database keeps the worker on the
+         * request thread (a second connection would open another database).
+         */
+        worker_thread: Type.Boolean(),
+        /**
          * Linux: the delivery thread also runs in the SCHED_IDLE class (set with util-linux `chrt`),
          * so a request thread sharing its core is never kept waiting by it. False keeps nice 19
          * alone, which gives deliveries a larger share of a core that requests keep fully busy.
@@ -294,6 +302,7 @@ export const defaultConfig: Static<typeof ConfigSchema> = {
     origin_overrides: {},
     worker_enabled: true,
     delivery_thread: true,
+    worker_thread: true,
     delivery_thread_idle: true,
     delivery_thread_niceness: 19,
     poll_interval_ms: 500,

@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { readFileSync, readlinkSync } from 'node:fs';
+import { setPriority } from 'node:os';
 
 /** Linux's SCHED_IDLE policy number (sched.h), as `/proc/<pid>/task/<tid>/stat` reports it. */
 export const SCHED_IDLE = 5;
@@ -48,4 +49,31 @@ export async function scheduleIdle(tid: number, run: Run = runFile): Promise<tru
   } catch (error) {
     return (error as Error).message;
   }
+}
+
+/** What a thread lowered itself to: its nice value and SCHED_IDLE (false: not asked), or why not. */
+export interface LoweredPriority {
+  niceness: number | string;
+  idle: boolean | string;
+}
+
+/**
+ * Lowers the calling thread's priority: the SCHED_IDLE policy (when asked), then its nice value.
+ * Linux schedules threads one by one, so the process's other threads keep theirs. `chrt` runs
+ * first, while this thread still has its normal priority: the process it starts inherits the
+ * thread's class and nice value.
+ */
+export async function lowerThreadPriority(niceness: number, idle: boolean): Promise<LoweredPriority> {
+  const tid = currentThreadId();
+  if (tid === null) return { niceness: 'no thread id', idle: idle ? 'no thread id' : false };
+  const idleSet = idle ? await scheduleIdle(tid) : false;
+  let set: number | string = 0;
+  try {
+    // setpriority() on a tid concerns that thread.
+    if (niceness !== 0) setPriority(tid, niceness);
+    set = niceness;
+  } catch (error) {
+    set = (error as Error).message;
+  }
+  return { niceness: set, idle: idleSet };
 }

@@ -34,6 +34,11 @@ export interface Storage {
 const BIGINT_OID = 20;
 const NUMERIC_OID = 1700;
 
+/** Whether `url` names an in-memory SQLite database (one per connection: it cannot be opened twice). */
+export function isInMemorySqlite(url: string): boolean {
+  return url === 'sqlite:' || url === 'sqlite::memory:';
+}
+
 function sqlitePath(url: string): string {
   const path = url.slice('sqlite:'.length) || ':memory:';
   if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });

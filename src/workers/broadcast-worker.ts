@@ -28,7 +28,7 @@ export interface BroadcastWorkerLogger {
   error(details: Record<string, unknown>, message: string): void;
 }
 
-type Outcome = 'delivered' | 'retried' | 'dead' | 'dropped';
+export type Outcome = 'delivered' | 'retried' | 'dead' | 'dropped';
 
 /** How long the worker trusts a destination row it read (enabled, deleted, config). */
 const DESTINATION_CACHE_MS = 1_000;
@@ -95,6 +95,8 @@ export function createBroadcastWorker(options: {
   owner?: string;
   /** Destination changes (policy invalidations) drop the worker's cached destination rows at once. */
   bus?: ChangeBus;
+  /** Where delivery counts and times go (the worker thread relays them); else registered on `registry`. */
+  metrics?: WorkerMetrics;
 }) {
   const { settings, clock, logger } = options;
   const deliverer = options.deliverer ?? createInProcessDeliverer(options.http);
@@ -102,7 +104,8 @@ export function createBroadcastWorker(options: {
   /** Settles rows, fan-out rows' parts included: every settling statement goes through it. */
   const outbox = createFanoutOutbox(repository);
   const owner = options.owner ?? `worker-${randomUUID()}`;
-  const metrics = options.registry ? createWorkerMetrics(options.registry, repository) : null;
+  const metrics =
+    options.metrics ?? (options.registry ? registerWorkerMetrics(options.registry, options.storage) : null);
   /** One send's limit: within half a lease, so a send never outlives the lease it started under. */
   const sendTimeoutMs = Math.min(SEND_TIMEOUT_MS, settings.lease_ms / 2);
 
@@ -859,7 +862,18 @@ export function createBroadcastWorker(options: {
 
 export type BroadcastWorker = ReturnType<typeof createBroadcastWorker>;
 
-function createWorkerMetrics(registry: Registry, repository: ReturnType<typeof createOutboxRepository>) {
+/** What the worker reports of its deliveries. */
+export interface WorkerMetrics {
+  count(type: string, outcome: Outcome, events: number): void;
+  latency(type: string, ms: number): void;
+}
+
+/**
+ * The worker's metrics on `registry`: events by outcome, delivery times, and the outbox's pending
+ * and dead events (counted in `storage` at each scrape).
+ */
+export function registerWorkerMetrics(registry: Registry, storage: Storage): WorkerMetrics {
+  const repository = createOutboxRepository(storage);
   const deliveries = new Counter({
     name: 'switchyard_broadcast_events_total',
     help: 'Broadcast events by destination type and outcome (delivered, retried, dead, dropped)',

@@ -113,6 +113,13 @@ export async function startTestApp(
       sqlite_thread: backend.sqliteThread,
       ...database.settings,
       ...options.config,
+      // The worker runs on the request thread, where the broadcast tests were written to observe it
+      // (an injected clock reaches it only there), unless a test asks for its own thread
+      // (test/broadcast/worker-thread.test.ts; gateways started as processes run the default).
+      broadcast: {
+        worker_thread: false,
+        ...(options.config?.broadcast as Record<string, unknown> | undefined),
+      },
       providers: {
         ...(options.demo ? {} : { switchyard: { enabled: false } }),
         ...(options.config?.providers as Record<string, unknown> | undefined),

@@ -1,0 +1,128 @@
+/**
+ * The broadcast worker's thread (see broadcast-worker-thread.ts): opens a database connection of
+ * its own and runs the outbox worker here, sending from this thread (no delivery thread beside it),
+ * and lowers its priority once its first batch has settled, as the delivery thread does.
+ */
+import { parentPort, workerData } from 'node:worker_threads';
+import { pino } from 'pino';
+import { POLICY_TOPIC } from '../admin/workspaces/workspace-access.js';
+import { createInProcessDeliverer, type Deliverer } from '../broadcast/deliver-batch.js';
+import { createExporterHttp } from '../broadcast/exporter-http.js';
+import { resolveMasterKey } from '../config/master-key.js';
+import type { ChangeBus, ChangeHandler } from '../platform/change-bus.js';
+import { systemClock } from '../platform/clock.js';
+import { lowerThreadPriority } from '../platform/idle-scheduling.js';
+import { createSecretBox } from '../platform/secret-box.js';
+import { openStorage } from '../storage/database.js';
+import { createBroadcastWorker } from './broadcast-worker.js';
+import type { WorkerThreadData, WorkerThreadMessage, WorkerThreadReply } from './broadcast-worker-thread.js';
+
+const data = workerData as WorkerThreadData;
+const port = parentPort;
+if (!port) throw new Error('broadcast-worker-thread-entry runs as a worker thread');
+
+function reply(message: WorkerThreadReply): void {
+  port?.postMessage(message);
+}
+
+/** The parent's bus as the worker sees it: what the parent forwards. */
+const policyHandlers: ChangeHandler[] = [];
+const resyncHandlers: Array<() => void> = [];
+const bus: ChangeBus = {
+  publish: async () => undefined,
+  subscribe(topic, handler) {
+    if (topic === POLICY_TOPIC) policyHandlers.push(handler);
+  },
+  onResync(handler) {
+    resyncHandlers.push(handler);
+  },
+  close: async () => undefined,
+};
+
+/** Sends in this thread; lowers its priority after the first batch (see delivery-thread-entry). */
+function lowering(deliverer: Deliverer): Deliverer {
+  const { delivery_thread_niceness: niceness, delivery_thread_idle: idle } = data.settings;
+  let lowered = niceness === 0 && !idle;
+  const lowerOnce = () => {
+    if (lowered) return;
+    lowered = true;
+    void lowerThreadPriority(niceness, idle).then((priority) => reply({ kind: 'priority', priority }));
+  };
+  return {
+    deliver: (request) => deliverer.deliver(request).finally(lowerOnce),
+    close: () => deliverer.close(),
+  };
+}
+
+async function setUp() {
+  const storage = await openStorage({ url: data.databaseUrl, schema: data.databaseSchema });
+  try {
+    const secretBox = createSecretBox(
+      resolveMasterKey({ configured: data.masterKey, databaseUrl: data.databaseUrl }),
+    );
+    const http = createExporterHttp({ allowPrivateNetworks: data.settings.allow_private_networks });
+    const worker = createBroadcastWorker({
+      storage,
+      secretBox,
+      http,
+      deliverer: lowering(createInProcessDeliverer(http)),
+      settings: data.settings,
+      clock: systemClock,
+      logger: pino({ level: data.logLevel }),
+      owner: data.owner,
+      bus,
+      metrics: {
+        count: (type, outcome, events) => {
+          if (events > 0) reply({ kind: 'count', type, outcome, events });
+        },
+        latency: (type, ms) => reply({ kind: 'latency', type, ms }),
+      },
+    });
+    return { worker, storage, http };
+  } catch (error) {
+    await storage.close();
+    throw error;
+  }
+}
+
+const running = setUp();
+running.then(
+  () => reply({ kind: 'ready' }),
+  (error: unknown) => {
+    reply({ kind: 'failed', message: (error as Error).message });
+    port.close();
+  },
+);
+
+// Handled in order, each once the worker exists.
+port.on('message', (message: WorkerThreadMessage) => {
+  void running.then(
+    async ({ worker, storage, http }) => {
+      switch (message.kind) {
+        case 'start':
+          worker.start();
+          return;
+        case 'accept':
+          worker.accept(message.rows);
+          return;
+        case 'policy':
+          for (const handler of policyHandlers) handler(message.message);
+          return;
+        case 'resync':
+          for (const handler of resyncHandlers) handler();
+          return;
+        case 'drain':
+          await worker.drain();
+          reply({ kind: 'drained', id: message.id });
+          return;
+        case 'stop':
+          await worker.stop();
+          await http.close();
+          await storage.close();
+          reply({ kind: 'stopped' });
+          return;
+      }
+    },
+    () => undefined,
+  );
+});

@@ -1,0 +1,217 @@
+import { randomUUID } from 'node:crypto';
+import type { Worker } from 'node:worker_threads';
+import type { Registry } from 'prom-client';
+import { POLICY_TOPIC } from '../admin/workspaces/workspace-access.js';
+import type { Config } from '../config/config-schema.js';
+import type { ChangeBus } from '../platform/change-bus.js';
+import type { LoweredPriority } from '../platform/idle-scheduling.js';
+import { startModuleThread } from '../platform/module-thread.js';
+import type { Storage } from '../storage/database.js';
+import type { BroadcastOutboxTable } from '../storage/database-schema.js';
+import { type BroadcastWorkerLogger, type Outcome, registerWorkerMetrics } from './broadcast-worker.js';
+
+/** What the thread is started with (plain data: it opens its own connection and secret box). */
+export interface WorkerThreadData {
+  settings: Config['broadcast'];
+  databaseUrl: string;
+  databaseSchema: string;
+  /** The configured master key (null: the key file beside the SQLite database, as the parent read it). */
+  masterKey: string | null;
+  owner: string;
+  logLevel: string;
+}
+
+/** Parent → thread. */
+export type WorkerThreadMessage =
+  | { kind: 'start' }
+  | { kind: 'accept'; rows: BroadcastOutboxTable[] }
+  | { kind: 'policy'; message: string }
+  | { kind: 'resync' }
+  | { kind: 'drain'; id: number }
+  | { kind: 'stop' };
+
+/** Thread → parent. */
+export type WorkerThreadReply =
+  /** The thread opened its connection and runs the worker. */
+  | { kind: 'ready' }
+  /** It could not start (its connection or the master key): it ends after this. */
+  | { kind: 'failed'; message: string }
+  | { kind: 'count'; type: string; outcome: Outcome; events: number }
+  | { kind: 'latency'; type: string; ms: number }
+  /** What it lowered itself to, after its first batch. */
+  | { kind: 'priority'; priority: LoweredPriority }
+  | { kind: 'drained'; id: number }
+  /** The worker stopped (its sends aborted and handed back) and its connection is closed. */
+  | { kind: 'stopped' };
+
+/** A thread that stopped unasked is started again after this long. */
+const RESTART_DELAY_MS = 1_000;
+/** How long `stop` waits for the thread to hand its events back before it is terminated. */
+const STOP_GRACE_MS = 10_000;
+
+/**
+ * The broadcast worker (broadcast-worker.ts) run in a worker thread of its own, with its own
+ * database connection, exporter HTTP client and secret box, at the delivery thread's lowered
+ * priority once its first batch has settled. The request thread keeps only what must happen there:
+ * it builds each generation's events and commits their rows, then posts the rows leased to this
+ * worker across (`accept`). Holding them through the batch linger, claiming, sending and settling
+ * all happen in the thread, so none of it pauses requests or grows their heap (docs/decisions.md,
+ * "The broadcast worker runs in its own thread"). Its counts and delivery times come back as
+ * messages to the request thread's metrics; destination changes on the bus are forwarded to it.
+ * Presents the interface of `createBroadcastWorker`.
+ */
+export function createThreadedBroadcastWorker(options: {
+  storage: Storage;
+  settings: Config['broadcast'];
+  databaseUrl: string;
+  databaseSchema: string;
+  masterKey: string | null;
+  logLevel: string;
+  logger: BroadcastWorkerLogger;
+  registry?: Registry;
+  bus?: ChangeBus;
+  /** Tests name the instance; otherwise a random id. */
+  owner?: string;
+}) {
+  const { logger } = options;
+  const owner = options.owner ?? `worker-${randomUUID()}`;
+  const data: WorkerThreadData = {
+    settings: options.settings,
+    databaseUrl: options.databaseUrl,
+    databaseSchema: options.databaseSchema,
+    masterKey: options.masterKey,
+    owner,
+    logLevel: options.logLevel,
+  };
+  // The outbox gauge counts in the request thread's own connection at each scrape.
+  const metrics = options.registry ? registerWorkerMetrics(options.registry, options.storage) : null;
+  let thread: Worker | null = null;
+  let started = false;
+  let stopping = false;
+  let restartTimer: NodeJS.Timeout | null = null;
+  let nextDrain = 1;
+  const drains = new Map<number, () => void>();
+  let onStopped: (() => void) | null = null;
+
+  function post(message: WorkerThreadMessage): void {
+    try {
+      thread?.postMessage(message);
+    } catch (error) {
+      // Rows not handed over wait for their lease, then the thread claims them from the database.
+      logger.warn({ err: error, kind: message.kind }, 'message to the broadcast worker thread not sent');
+    }
+  }
+
+  function startThread(): void {
+    const current = startModuleThread(import.meta.url, 'broadcast-worker-thread-entry', data);
+    thread = current;
+    current.on('message', (reply: WorkerThreadReply) => {
+      switch (reply.kind) {
+        case 'count':
+          metrics?.count(reply.type, reply.outcome, reply.events);
+          return;
+        case 'latency':
+          metrics?.latency(reply.type, reply.ms);
+          return;
+        case 'priority': {
+          const { niceness, idle } = reply.priority;
+          if (typeof niceness === 'string') {
+            logger.warn(
+              { reason: niceness },
+              'broadcast worker thread runs at normal priority (it could not be lowered)',
+            );
+          }
+          if (typeof idle === 'string') {
+            logger.info(
+              { reason: idle, niceness },
+              'broadcast worker thread not moved to SCHED_IDLE; it keeps its nice value',
+            );
+          }
+          return;
+        }
+        case 'failed':
+          logger.error({ reason: reply.message }, 'broadcast worker thread could not start');
+          return;
+        case 'drained':
+          drains.get(reply.id)?.();
+          drains.delete(reply.id);
+          return;
+        case 'stopped':
+          onStopped?.();
+          return;
+        case 'ready':
+          return;
+      }
+    });
+    current.on('error', (error) => {
+      logger.error({ err: error }, 'broadcast worker thread failed');
+    });
+    current.on('exit', (code) => {
+      if (thread === current) thread = null;
+      for (const resolve of drains.values()) resolve();
+      drains.clear();
+      onStopped?.();
+      if (stopping) return;
+      // Its events stay leased to this worker: the next thread claims them when the leases end.
+      logger.error({ exit_code: code }, 'broadcast worker thread stopped; starting it again');
+      restartTimer = setTimeout(() => {
+        restartTimer = null;
+        if (stopping) return;
+        startThread();
+        post({ kind: 'start' });
+      }, RESTART_DELAY_MS);
+      restartTimer.unref();
+    });
+    // After the listeners (which ref it again): shutdown ends it; it must not keep a process alive.
+    current.unref();
+  }
+
+  options.bus?.subscribe(POLICY_TOPIC, (message) => post({ kind: 'policy', message }));
+  options.bus?.onResync(() => post({ kind: 'resync' }));
+
+  return {
+    owner,
+    start() {
+      if (started || stopping) return;
+      started = true;
+      startThread();
+      post({ kind: 'start' });
+    },
+    /**
+     * Hands the rows a group commit just stored to the thread; those leased to another worker are
+     * not this one's. A row's payload text is copied across (its serialization stays here).
+     */
+    accept(rows: readonly BroadcastOutboxTable[]) {
+      const mine = rows.filter((row) => row.leased_by === owner);
+      if (mine.length > 0) post({ kind: 'accept', rows: mine });
+    },
+    /** Runs the thread's worker until nothing is in flight (see the worker's `drain`). */
+    drain(): Promise<void> {
+      if (!thread) return Promise.resolve();
+      const id = nextDrain++;
+      return new Promise<void>((resolve) => {
+        drains.set(id, resolve);
+        post({ kind: 'drain', id });
+      });
+    },
+    /** Stops the thread's worker (sends aborted, events handed back), then ends the thread. */
+    async stop(): Promise<void> {
+      if (stopping) return;
+      stopping = true;
+      if (restartTimer) clearTimeout(restartTimer);
+      const current = thread;
+      if (!current) return;
+      await new Promise<void>((resolve) => {
+        const grace = setTimeout(resolve, STOP_GRACE_MS);
+        onStopped = () => {
+          clearTimeout(grace);
+          resolve();
+        };
+        post({ kind: 'stop' });
+      });
+      onStopped = null;
+      await current.terminate();
+      thread = null;
+    },
+  };
+}

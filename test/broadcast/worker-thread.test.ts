@@ -1,0 +1,175 @@
+import assert from 'node:assert/strict';
+import { after, afterEach, before, describe, it } from 'node:test';
+import { idempotencyKeyOf } from '../../src/broadcast/idempotency-key.js';
+import { isolatedDatabase, type TestApp } from '../helpers/test-app.js';
+import {
+  chat,
+  createWebhook,
+  inferenceKey,
+  outboxRows,
+  setBroadcast,
+  spanAttributes,
+  startBroadcastGateway,
+  startHookReceiver,
+  waitUntil,
+} from './delivery-harness.js';
+
+/** The worker in its own thread, with a connection of its own (`broadcast.worker_thread`, the default). */
+const IN_ITS_THREAD = { worker_thread: true };
+
+/** A counter's value on the gateway's /metrics (0 when the series is absent). */
+async function metric(gateway: TestApp, series: string): Promise<number> {
+  const response = await fetch(`${gateway.url}/metrics`);
+  const line = (await response.text()).split('\n').find((candidate) => candidate.startsWith(`${series} `));
+  return line ? Number(line.slice(series.length + 1)) : 0;
+}
+
+const delivered = (type: string) => `switchyard_broadcast_events_total{type="${type}",outcome="delivered"}`;
+
+describe('the broadcast worker in its own thread', () => {
+  let gateway: TestApp;
+  let app: { key: string; hash: string };
+  const receivers: Array<{ close(): Promise<void> }> = [];
+
+  before(async () => {
+    gateway = await startBroadcastGateway({ broadcast: IN_ITS_THREAD });
+    await setBroadcast(gateway, true);
+    app = await inferenceKey(gateway);
+  });
+  after(async () => {
+    await gateway.close();
+  });
+  afterEach(async () => {
+    const listed = await gateway.request('GET', '/api/v1/observability/destinations');
+    for (const destination of listed.body.data) {
+      await gateway.request('DELETE', `/api/v1/observability/destinations/${destination.id}`);
+    }
+    for (const receiver of receivers.splice(0)) await receiver.close();
+  });
+
+  const receiver = async (...args: Parameters<typeof startHookReceiver>) => {
+    const started = await startHookReceiver(...args);
+    receivers.push(started);
+    return started;
+  };
+
+  it('delivers each generation once to each of three destinations, empties the outbox and counts them on /metrics', async () => {
+    const hooks = [await receiver(), await receiver(), await receiver()];
+    const ids: string[] = [];
+    for (const hook of hooks) ids.push(await createWebhook(gateway, hook));
+    const before = await metric(gateway, delivered('webhook'));
+    const generations: string[] = [];
+    for (let index = 0; index < 4; index += 1) {
+      const response = await chat(gateway, app.key, {
+        messages: [{ role: 'user', content: `hello ${index}` }],
+      });
+      generations.push(String(response.headers.get('x-generation-id')));
+    }
+    await waitUntil('four deliveries to each destination', () =>
+      hooks.every((hook) => hook.deliveries().length === 4),
+    );
+    for (const [index, hook] of hooks.entries()) {
+      const keys = hook.deliveries().map((delivery) => delivery.headers['idempotency-key']);
+      assert.deepEqual(
+        [...keys].sort(),
+        generations.map((generation) => idempotencyKeyOf(generation, ids[index] as string)).sort(),
+        'each generation once, under its idempotency key for this destination',
+      );
+      const prompts = hook.deliveries().map((delivery) => String(spanAttributes(delivery)['gen_ai.prompt']));
+      assert.ok(prompts.some((prompt) => prompt.includes('hello 3')));
+    }
+    await waitUntil('an empty outbox', async () => (await outboxRows(gateway)).length === 0);
+    // The thread's counts reach the request thread's registry.
+    await waitUntil(
+      'twelve deliveries counted',
+      async () => (await metric(gateway, delivered('webhook'))) - before === 12,
+    );
+    // Nothing more arrives: no event was sent twice.
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    for (const hook of hooks) assert.equal(hook.deliveries().length, 4);
+  });
+
+  it('retries an event the receiver failed with a 500, and counts the retry', async () => {
+    let failures = 1;
+    const hook = await receiver(() => {
+      if (failures > 0) {
+        failures -= 1;
+        return { status: 500, body: { error: 'busy' } };
+      }
+      return { status: 200, body: {} };
+    });
+    await createWebhook(gateway, hook);
+    const retried = 'switchyard_broadcast_events_total{type="webhook",outcome="retried"}';
+    const before = await metric(gateway, retried);
+    await chat(gateway, app.key);
+    await waitUntil('the event delivered after a retry', () => hook.deliveries().length === 2);
+    await waitUntil('an empty outbox', async () => (await outboxRows(gateway)).length === 0);
+    await waitUntil('the retry counted', async () => (await metric(gateway, retried)) - before === 1);
+  });
+
+  it('sends to a destination edited a moment ago at its new address (changes reach the thread at once)', async () => {
+    const first = await receiver();
+    const second = await receiver();
+    const id = await createWebhook(gateway, first);
+    await chat(gateway, app.key);
+    await waitUntil('the first event at the first address', () => first.deliveries().length === 1);
+    // Within the worker's one-second cache of the destination: only the forwarded change clears it.
+    const patched = await gateway.request('PATCH', `/api/v1/observability/destinations/${id}`, {
+      body: { config: { url: `${second.url}/hook` } },
+    });
+    assert.equal(patched.status, 200, patched.text);
+    await chat(gateway, app.key);
+    await waitUntil('the second event at the new address', () => second.deliveries().length === 1);
+    assert.equal(first.deliveries().length, 1);
+  });
+});
+
+describe('the broadcast worker thread at shutdown', () => {
+  it('hands back the events of a send cut short, and the next start delivers them', async () => {
+    const database = isolatedDatabase();
+    let hang = true;
+    const hook = await startHookReceiver(() => (hang ? 'hang' : { status: 200, body: {} }));
+    try {
+      const first = await startBroadcastGateway({ broadcast: IN_ITS_THREAD, database });
+      let generationId: string;
+      try {
+        await setBroadcast(first, true);
+        const app = await inferenceKey(first);
+        await createWebhook(first, hook);
+        const response = await chat(first, app.key);
+        generationId = String(response.headers.get('x-generation-id'));
+        await waitUntil('the send under way', () => hook.deliveries().length === 1);
+      } finally {
+        await first.close();
+      }
+      // Stopped mid-send: the event is back in the outbox, leased to nobody, its attempt uncounted.
+      const { openStorage } = await import('../../src/storage/database.js');
+      const storage = await openStorage({
+        url: database.settings.database_url,
+        schema: database.settings.database_schema,
+      });
+      try {
+        const rows = await storage.db.selectFrom('broadcast_outbox').selectAll().execute();
+        assert.equal(rows.length, 1);
+        assert.equal(rows[0]?.generation_id, generationId);
+        assert.equal(rows[0]?.leased_by, null);
+        assert.equal(rows[0]?.lease_until, null);
+      } finally {
+        await storage.close();
+      }
+      hang = false;
+      const second = await startBroadcastGateway({ broadcast: IN_ITS_THREAD, database });
+      try {
+        await waitUntil('the event delivered by the next start', () => hook.deliveries().length === 2);
+        await waitUntil('an empty outbox', async () => (await outboxRows(second)).length === 0);
+        const keys = new Set(hook.deliveries().map((delivery) => delivery.headers['idempotency-key']));
+        assert.equal(keys.size, 1, 'the same event, under the same idempotency key');
+      } finally {
+        await second.close();
+      }
+    } finally {
+      await hook.close();
+      await database.drop();
+    }
+  });
+});
