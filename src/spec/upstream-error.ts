@@ -39,8 +39,15 @@ function isRetryable(kind: UpstreamError['kind'], status: number | null): boolea
  * A request this upstream protocol cannot carry (audio to Anthropic, a file link to chat
  * completions, arguments that are not JSON). Raised by an adapter before anything is sent: routing
  * moves on to a candidate that can carry it, and when none can the client gets a 400 with this
- * message.
+ * message. `field: 'input'`: the message is a rule about the conversation, which the 400 names by
+ * the path the client sent it in (`body.messages`, `body.input`) before the rule.
  */
 export class UnsupportedRequestError extends Error {
   override name = 'UnsupportedRequestError';
+  readonly field: 'input' | undefined;
+
+  constructor(message: string, options?: { field: 'input' }) {
+    super(message);
+    this.field = options?.field;
+  }
 }

@@ -49,6 +49,14 @@ import { spendScopes } from './spend-limits.js';
 
 export type ApiType = 'responses' | 'chat-completions' | 'messages' | 'embeddings';
 
+/** Where each surface's body holds the conversation, named in a 400 about it. */
+const CONVERSATION_PATHS: Record<ApiType, string> = {
+  responses: 'body.input',
+  'chat-completions': 'body.messages',
+  messages: 'body.messages',
+  embeddings: 'body.input',
+};
+
 /** Everything about one incoming generation request that is not the canonical request itself. */
 export interface GenerationContext {
   principal: Principal;
@@ -952,7 +960,11 @@ export function createGenerationService(options: {
         await counters.settle(reserved.reservation, 0);
         if (error instanceof UnsupportedRequestError) {
           // This protocol cannot carry the request; another candidate's may.
-          last = { status: 400, message: error.message, errorType: 'invalid_request' };
+          const message =
+            error.field === 'input'
+              ? `Invalid request parameters: ${CONVERSATION_PATHS[context.apiType]} ${error.message}`
+              : error.message;
+          last = { status: 400, message, errorType: 'invalid_request' };
           prepared.attempts.push(
             attemptOf(candidate, 400, null, 'invalid_request', performance.now() - attemptStart),
           );

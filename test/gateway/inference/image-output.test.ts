@@ -649,4 +649,59 @@ describe('image output from an image model, end to end', () => {
       { role: 'user', content: 'Make it blue' },
     ]);
   });
+
+  it('a conversation of generated images alone: 400 naming the conversation for a protocol that leaves them out, nothing sent; Gemini takes it', async () => {
+    const chatTurn = {
+      role: 'assistant',
+      content: null,
+      images: [{ type: 'image_url', image_url: { url: DATA_URL } }],
+    };
+    const generated = { type: 'image_generation_call', id: 'ig_1', status: 'completed', result: PNG };
+    const rule =
+      "holds only generated images besides instructions, which this model's provider cannot take back";
+    const sentBefore = openai.requests.length;
+    // gpt-4o-mini through OpenAI chat completions, gpt-5-image through the Responses API.
+    for (const model of ['openai/gpt-4o-mini', 'openai/gpt-5-image']) {
+      const chat = await post('/chat/completions', { model, max_tokens: 50, messages: [chatTurn] });
+      assert.equal(chat.status, 400, chat.text);
+      assert.equal(chat.body.error.message, `Invalid request parameters: body.messages ${rule}`);
+      const withSystem = await post('/chat/completions', {
+        model,
+        max_tokens: 50,
+        messages: [{ role: 'system', content: 'Be brief.' }, chatTurn],
+      });
+      assert.equal(withSystem.status, 400, withSystem.text);
+      assert.equal(withSystem.body.error.message, `Invalid request parameters: body.messages ${rule}`);
+      const responses = await post('/responses', {
+        model,
+        max_output_tokens: 50,
+        instructions: 'Be brief.',
+        input: [generated],
+      });
+      assert.equal(responses.status, 400, responses.text);
+      assert.equal(responses.body.error.message, `Invalid request parameters: body.input ${rule}`);
+    }
+    assert.equal(openai.requests.length, sentBefore, 'nothing was sent upstream');
+
+    gemini.handle((_request, response) => answerWhole(response));
+    const inModelTurn = {
+      role: 'model',
+      parts: [{ inlineData: { mimeType: 'image/png', data: PNG } }],
+    };
+    const chat = await post('/chat/completions', { model: MODEL, max_tokens: 50, messages: [chatTurn] });
+    assert.equal(chat.status, 200, chat.text);
+    assert.deepEqual((gemini.requests.at(-1)!.body as any).contents, [inModelTurn]);
+    const responses = await post('/responses', { model: MODEL, max_output_tokens: 50, input: [generated] });
+    assert.equal(responses.status, 200, responses.text);
+    assert.deepEqual((gemini.requests.at(-1)!.body as any).contents, [inModelTurn]);
+    // With a Gemini model among `models`, routing moves on to it.
+    const fallback = await post('/chat/completions', {
+      models: ['openai/gpt-4o-mini', MODEL],
+      max_tokens: 50,
+      messages: [chatTurn],
+    });
+    assert.equal(fallback.status, 200, fallback.text);
+    assert.equal(fallback.body.model, MODEL);
+    assert.equal(openai.requests.length, sentBefore);
+  });
 });

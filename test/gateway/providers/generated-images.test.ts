@@ -4,6 +4,7 @@ import { convertToAnthropicMessagesRequest } from '../../../src/gateway/provider
 import { convertToOpenAiChatRequest } from '../../../src/gateway/providers/openai-chat/convert-to-openai-chat-request.js';
 import { convertToOpenAiResponsesRequest } from '../../../src/gateway/providers/openai-responses/convert-to-openai-responses-request.js';
 import type { GenerationRequest, InputItem } from '../../../src/spec/generation-request.js';
+import { UnsupportedRequestError } from '../../../src/spec/upstream-error.js';
 
 const image = { type: 'image' as const, url: 'data:image/png;base64,iVBORw0KGgo=', generated: true as const };
 const input: InputItem[] = [
@@ -48,5 +49,26 @@ describe('generated images sent back, to protocols that take no image in an assi
       { role: 'assistant', content: [{ type: 'text', text: 'Here.' }] },
       { role: 'user', content: [{ type: 'text', text: 'Make it blue' }] },
     ]);
+  });
+
+  it('a conversation they leave with nothing but instructions is refused as a rule about the input, by each', () => {
+    const onlyImages: InputItem[][] = [
+      [{ type: 'message', role: 'assistant', content: [image] }],
+      [
+        { type: 'message', role: 'system', content: [{ type: 'text', text: 'Be brief.' }] },
+        { type: 'message', role: 'assistant', content: [image, image] },
+      ],
+    ];
+    const refused = (error: unknown) =>
+      error instanceof UnsupportedRequestError &&
+      error.field === 'input' &&
+      /only generated images besides instructions/.test(error.message);
+    for (const conversation of onlyImages) {
+      const request = { model: 'm', input: conversation } as GenerationRequest;
+      const chatOptions = { stream: false, maxTokensField: 'max_tokens', supportsTopK: false } as const;
+      assert.throws(() => convertToOpenAiChatRequest(request, chatOptions), refused);
+      assert.throws(() => convertToOpenAiResponsesRequest(request, { stream: false }), refused);
+      assert.throws(() => convertToAnthropicMessagesRequest(request, { stream: false }), refused);
+    }
   });
 });
