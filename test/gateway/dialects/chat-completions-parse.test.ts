@@ -389,6 +389,22 @@ describe('chat-completions dialect: parsing valid requests', () => {
       imageConfig: { aspectRatio: '1:1' },
     });
     assert.deepEqual(generation({ image_config: {} }), {});
+    // Another provider's keys take any JSON value and are not sent; null for a known key is not given.
+    assert.deepEqual(
+      generation({
+        image_config: {
+          enhance: true,
+          seed: null,
+          extra: { a: 1 },
+          styles: ['ink'],
+          quality: 'high',
+          aspect_ratio: null,
+          image_size: '2K',
+        },
+      }),
+      { imageConfig: { imageSize: '2K' } },
+    );
+    assert.deepEqual(generation({ image_config: { aspect_ratio: null, image_size: null } }), {});
     assert.deepEqual(generation({ modalities: ['text'], image_config: { image_size: '4K' } }), {
       outputModalities: ['text'],
     });
@@ -1168,9 +1184,9 @@ describe('chat-completions dialect: refusing bad requests with a 400 naming the 
       'Invalid request parameters: body.image_config.image_size must be a size such as "1K", "2K" or "4K"',
     ],
     [
-      'an image option of no JSON type the reference allows',
+      'an aspect ratio of another JSON type',
       { ...minimal, modalities: ['image'], image_config: { aspect_ratio: true } },
-      /^Invalid request parameters: body\.image_config\.aspect_ratio must be string,number,array$/,
+      'Invalid request parameters: body.image_config.aspect_ratio must be a width:height ratio such as "16:9"',
     ],
     [
       'an image sent back that is not a URL',

@@ -346,6 +346,28 @@ describe('image output from an image model, end to end', () => {
     assert.match(malformed.body.error.message, /body\.image_config\.image_size/);
   });
 
+  it("image_config: another provider's keys take any JSON value and are not sent; null for a known key is not given", async () => {
+    const image_config = {
+      enhance: true,
+      seed: null,
+      extra: { a: 1 },
+      aspect_ratio: null,
+      image_size: '2K',
+    };
+    for (const path of ['/chat/completions', '/responses']) {
+      const reply = await post(
+        path,
+        path === '/responses'
+          ? { model: MODEL, input: 'Draw a cat', image_config }
+          : { model: MODEL, messages: [drawCat], image_config },
+      );
+      assert.equal(reply.status, 200, reply.text);
+      assert.deepEqual((gemini.requests.at(-1)!.body as any).generationConfig, {
+        imageConfig: { imageSize: '2K' },
+      });
+    }
+  });
+
   it('a streamed image past 4 MiB arrives whole; one cut in transit after the text is billed its estimate', async () => {
     const bigImage = 'A'.repeat(5 * 1024 * 1024);
     const chunk = (parts: unknown[], finishReason?: string, usage?: unknown) =>

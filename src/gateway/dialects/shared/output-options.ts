@@ -10,13 +10,15 @@ import { invalidParameter } from './invalid-parameter.js';
 
 /**
  * The reference's `ImageConfig`: provider-specific options. The keys the Gemini adapter sends are
- * checked by `applyOutputOptions`; others are accepted and not sent, since the object is the
- * provider's and a client may send one for several models (no protocol here takes another key).
+ * checked by `applyOutputOptions` (null for one of them is not given); others are accepted whatever
+ * their JSON value and not sent, since the object is the provider's and a client may send one for
+ * several models (no protocol here takes another key).
  */
 export const ImageConfigSchema = Type.Unsafe<Record<string, unknown>>({
   type: 'object',
-  additionalProperties: { type: ['string', 'number', 'array'] },
-  description: 'Image options: aspect_ratio (e.g. "16:9") and image_size ("1K", "2K", "4K")',
+  additionalProperties: true,
+  description:
+    'Image options: aspect_ratio (e.g. "16:9") and image_size ("1K", "2K", "4K"); other keys are accepted and not sent',
 });
 
 /** Width:height in whole numbers, as Gemini's `aspectRatio` takes it (`1:1` … `21:9`). */
@@ -63,13 +65,13 @@ export function applyOutputOptions(
 function checkedImageConfig(given: Record<string, unknown>): ImageConfig | undefined {
   const config: ImageConfig = {};
   const ratio = given.aspect_ratio;
-  if (ratio !== undefined) {
+  if (ratio != null) {
     if (typeof ratio !== 'string' || !ASPECT_RATIO.test(ratio))
       throw invalidParameter('body.image_config.aspect_ratio', 'must be a width:height ratio such as "16:9"');
     config.aspectRatio = ratio;
   }
   const size = given.image_size;
-  if (size !== undefined) {
+  if (size != null) {
     if (typeof size !== 'string' || !IMAGE_SIZE.test(size))
       throw invalidParameter('body.image_config.image_size', 'must be a size such as "1K", "2K" or "4K"');
     config.imageSize = size;
