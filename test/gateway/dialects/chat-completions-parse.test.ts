@@ -383,6 +383,7 @@ describe('chat-completions dialect: parsing valid requests', () => {
     });
     assert.deepEqual(generation({ modalities: ['text'] }), { outputModalities: ['text'] });
     assert.deepEqual(generation({ modalities: null }), {});
+    assert.deepEqual(generation({ modalities: null, image_config: null }), {});
     // One body sent to many models carries its image options always: without modalities they
     // stand (an image model's default answer may hold images); for a text answer they are dropped.
     assert.deepEqual(generation({ image_config: { aspect_ratio: '1:1' } }), {

@@ -294,6 +294,13 @@ describe('messages dialect: parsing a request', () => {
       name: 'output',
       schema,
     });
+    // Null for output_config.format is not given either (the SDK types it nullable).
+    assert.equal(
+      parse({ ...user('Hi'), output_config: { format: null } }).generation.responseFormat,
+      undefined,
+    );
+    const nullConfig = parse({ ...user('Hi'), output_format: format, output_config: { format: null } });
+    assert.deepEqual(nullConfig.generation.responseFormat, { type: 'json_schema', name: 'output', schema });
     refused(
       { ...user('Hi'), output_format: format, output_config: { format } },
       'body.output_format cannot be combined with body.output_config.format; send only output_config.format (output_format is deprecated)',

@@ -544,6 +544,16 @@ describe('responses dialect: generation settings', () => {
     assert.deepEqual(parsed({ ...base, image_config: { image_size: '2K' } }).generation.imageConfig, {
       imageSize: '2K',
     });
+    // Null for either is not given, as on /chat/completions.
+    const nulls = parsed({ ...base, modalities: null, image_config: null }).generation;
+    assert.equal(nulls.outputModalities, undefined);
+    assert.equal(nulls.imageConfig, undefined);
+    assert.deepEqual(
+      parsed({ ...base, modalities: null, image_config: { image_size: '2K' } }).generation.imageConfig,
+      {
+        imageSize: '2K',
+      },
+    );
     const text = parsed({ ...base, modalities: ['text'], image_config: { aspect_ratio: '16:9' } });
     assert.deepEqual(text.generation.outputModalities, ['text']);
     assert.equal(text.generation.imageConfig, undefined);

@@ -726,4 +726,37 @@ describe('image output from an image model, end to end', () => {
     assert.equal(fallback.body.model, MODEL);
     assert.equal(openai.requests.length, sentBefore);
   });
+
+  it('modalities and image_config null on either surface are not given: nothing of them is sent', async () => {
+    openai.handle((_request, response) => {
+      response.writeHead(200, { 'content-type': 'application/json' }).end(
+        JSON.stringify({
+          id: 'chatcmpl-1',
+          object: 'chat.completion',
+          created: 1,
+          model: 'gpt-4o-mini',
+          choices: [{ index: 0, message: { role: 'assistant', content: 'A cat.' }, finish_reason: 'stop' }],
+          usage: { prompt_tokens: 10, completion_tokens: 2, total_tokens: 12 },
+        }),
+      );
+    });
+    const nulls = { modalities: null, image_config: null };
+    for (const path of ['/chat/completions', '/responses']) {
+      const ask = (model: string) =>
+        post(
+          path,
+          path === '/responses'
+            ? { model, input: 'Draw a cat', ...nulls }
+            : { model, messages: [drawCat], ...nulls },
+        );
+      const image = await ask(MODEL);
+      assert.equal(image.status, 200, `${path}: ${image.text}`);
+      assert.equal((gemini.requests.at(-1)!.body as any).generationConfig, undefined, path);
+      const text = await ask('openai/gpt-4o-mini');
+      assert.equal(text.status, 200, `${path}: ${text.text}`);
+      const sent = openai.requests.at(-1)!.body as Record<string, unknown>;
+      assert.equal(sent.modalities, undefined, path);
+      assert.equal(sent.image_config, undefined, path);
+    }
+  });
 });

@@ -335,6 +335,25 @@ describe('structured outputs served by Anthropic', () => {
     assert.equal(fake.requests.length, calls);
   });
 
+  it('messages: output_config.format null is not given, as the SDK types it: no format is sent, and output_format beside it is no conflict', async () => {
+    const ask = { model: CLAUDE, max_tokens: 200, messages: [{ role: 'user', content: 'Ada?' }] };
+    const reply = await post('/api/v1/messages', { ...ask, output_config: { format: null } });
+    assert.equal(reply.status, 200, reply.text);
+    assert.equal(sent().output_config, undefined);
+    const beside = await gateway.request('POST', '/api/v1/messages', {
+      key,
+      headers: { 'anthropic-beta': 'structured-outputs-2025-11-13' },
+      body: {
+        ...ask,
+        output_config: { format: null },
+        output_format: { type: 'json_schema', schema: PERSON },
+      },
+    });
+    assert.equal(beside.status, 200, beside.text);
+    assert.deepEqual(Object.keys(sent().output_config), ['format']);
+    assert.equal(sent().output_config.format.type, 'json_schema');
+  });
+
   it('json_object: Anthropic has no JSON mode, so the system prompt asks for one JSON object', async () => {
     const reply = await post('/api/v1/chat/completions', {
       model: CLAUDE,

@@ -218,11 +218,14 @@ const OutputFormat = taggedUnion({
   ),
 });
 
-/** Anthropic's effort level and structured-output format. */
+/**
+ * Anthropic's effort level and structured-output format; null for either is not given, as the SDK
+ * types them.
+ */
 const OutputConfig = Type.Object(
   {
     effort: Type.Optional(stringEnum(['low', 'medium', 'high', 'xhigh', 'max'], { nullable: true })),
-    format: Type.Optional(OutputFormat),
+    format: Type.Optional(nullable(OutputFormat)),
   },
   { additionalProperties: false },
 );

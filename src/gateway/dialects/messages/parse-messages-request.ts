@@ -86,7 +86,7 @@ function convertReasoning(body: MessagesBody): ReasoningOptions | undefined {
  * (`assertOneOutputFormat`), rather than one silently winning.
  */
 function outputFormat(body: MessagesBody): NonNullable<MessagesBody['output_format']> | undefined {
-  const format = body.output_config?.format;
+  const format = body.output_config?.format ?? undefined;
   const deprecated = body.output_format ?? undefined;
   if (format !== undefined && deprecated !== undefined) {
     throw invalidParameter(

@@ -185,7 +185,7 @@ export const ResponsesBodySchema = Type.Object(
     ),
     stop_server_tools_when: Type.Optional(Type.Array(StopCondition, { minItems: 1 })),
     metadata: Type.Optional(MetadataSchema),
-    modalities: Type.Optional(Type.Array(stringEnum(['text', 'image']))),
+    modalities: Type.Optional(nullable(Type.Array(stringEnum(['text', 'image'])))),
     include: Type.Optional(nullable(Type.Array(stringEnum(INCLUDABLE)))),
     reasoning: Type.Optional(Reasoning),
     text: Type.Optional(Text),

@@ -12,10 +12,10 @@ import { invalidParameter } from './invalid-parameter.js';
  * The reference's `ImageConfig`: provider-specific options. The keys the Gemini adapter sends are
  * checked by `applyOutputOptions` (null for one of them is not given); others are accepted whatever
  * their JSON value and not sent, since the object is the provider's and a client may send one for
- * several models (no protocol here takes another key).
+ * several models (no protocol here takes another key). Null for the whole object is not given.
  */
-export const ImageConfigSchema = Type.Unsafe<Record<string, unknown>>({
-  type: 'object',
+export const ImageConfigSchema = Type.Unsafe<Record<string, unknown> | null>({
+  type: ['object', 'null'],
   additionalProperties: true,
   description:
     'Image options: aspect_ratio (e.g. "16:9") and image_size ("1K", "2K", "4K"); other keys are accepted and not sent',
