@@ -217,6 +217,8 @@ export const ConfigSchema = Type.Object(
          * Linux: the delivery thread also runs in the SCHED_IDLE class (set with util-linux `chrt`),
          * so a request thread sharing its core is never kept waiting by it. False keeps nice 19
          * alone, which gives deliveries a larger share of a core that requests keep fully busy.
+         * The worker thread (`worker_thread`) on SQLite keeps nice 19 alone either way: it takes the
+         * database's write lock, which the request thread's commits would wait for.
          */
         delivery_thread_idle: Type.Boolean(),
         /**

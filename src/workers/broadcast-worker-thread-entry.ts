@@ -39,9 +39,16 @@ const bus: ChangeBus = {
   close: async () => undefined,
 };
 
-/** Sends in this thread; lowers its priority after the first batch (see delivery-thread-entry). */
+/**
+ * Sends in this thread; lowers its priority after the first batch (see delivery-thread-entry). On
+ * SQLite to nice 19 only, not SCHED_IDLE: this thread takes the write lock of the file the request
+ * thread commits to, and a SCHED_IDLE thread preempted while holding it runs again only when no
+ * normal thread wants the core (V8's helper threads included), while the request thread's commit
+ * waits in SQLite's busy handler, whose sleeps grow to 100 ms. At nice 19 it still gets a slice.
+ */
 function lowering(deliverer: Deliverer): Deliverer {
-  const { delivery_thread_niceness: niceness, delivery_thread_idle: idle } = data.settings;
+  const niceness = data.settings.delivery_thread_niceness;
+  const idle = data.settings.delivery_thread_idle && !data.databaseUrl.startsWith('sqlite:');
   let lowered = niceness === 0 && !idle;
   const lowerOnce = () => {
     if (lowered) return;

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Worker } from 'node:worker_threads';
 import type { Registry } from 'prom-client';
 import { POLICY_TOPIC } from '../admin/workspaces/workspace-access.js';
+import { createOutboxRepository } from '../broadcast/outbox-repository.js';
 import type { Config } from '../config/config-schema.js';
 import type { ChangeBus } from '../platform/change-bus.js';
 import type { LoweredPriority } from '../platform/idle-scheduling.js';
@@ -44,6 +45,11 @@ export type WorkerThreadReply =
   /** The worker stopped (its sends aborted and handed back) and its connection is closed. */
   | { kind: 'stopped' };
 
+/**
+ * How often a worker whose thread has not started yet looks for events in the outbox (left by an
+ * earlier run, another instance's expired leases, dead letters to purge): one indexed read.
+ */
+const LOOK_FOR_WORK_MS = 5_000;
 /** A thread that stopped unasked is started again after this long. */
 const RESTART_DELAY_MS = 1_000;
 /** How long `stop` waits for the thread to hand its events back before it is terminated. */
@@ -85,8 +91,10 @@ export function createThreadedBroadcastWorker(options: {
   };
   // The outbox gauge counts in the request thread's own connection at each scrape.
   const metrics = options.registry ? registerWorkerMetrics(options.registry, options.storage) : null;
+  const repository = createOutboxRepository(options.storage);
   let thread: Worker | null = null;
   let started = false;
+  let lookTimer: NodeJS.Timeout | null = null;
   let stopping = false;
   let restartTimer: NodeJS.Timeout | null = null;
   let nextDrain = 1;
@@ -156,14 +164,42 @@ export function createThreadedBroadcastWorker(options: {
       logger.error({ exit_code: code }, 'broadcast worker thread stopped; starting it again');
       restartTimer = setTimeout(() => {
         restartTimer = null;
-        if (stopping) return;
-        startThread();
-        post({ kind: 'start' });
+        ensureThread();
       }, RESTART_DELAY_MS);
       restartTimer.unref();
     });
     // After the listeners (which ref it again): shutdown ends it; it must not keep a process alive.
     current.unref();
+  }
+
+  /** Starts the thread at the first work: a gateway without broadcast never pays its memory. */
+  function ensureThread(): void {
+    if (thread || stopping || restartTimer) return;
+    if (lookTimer) clearTimeout(lookTimer);
+    lookTimer = null;
+    startThread();
+    post({ kind: 'start' });
+  }
+
+  /** Until the thread runs: starts it if the outbox holds events, else looks again later. */
+  function lookForWork(): void {
+    lookTimer = null;
+    if (thread || stopping) return;
+    repository.holdsAny().then(
+      (any) => {
+        if (any) ensureThread();
+        else if (!thread && !stopping) {
+          lookTimer = setTimeout(lookForWork, LOOK_FOR_WORK_MS);
+          lookTimer.unref();
+        }
+      },
+      (error: unknown) => {
+        logger.warn({ err: error }, 'broadcast outbox not read; looking again later');
+        if (thread || stopping) return;
+        lookTimer = setTimeout(lookForWork, LOOK_FOR_WORK_MS);
+        lookTimer.unref();
+      },
+    );
   }
 
   options.bus?.subscribe(POLICY_TOPIC, (message) => post({ kind: 'policy', message }));
@@ -174,8 +210,7 @@ export function createThreadedBroadcastWorker(options: {
     start() {
       if (started || stopping) return;
       started = true;
-      startThread();
-      post({ kind: 'start' });
+      lookForWork();
     },
     /**
      * Hands the rows a group commit just stored to the thread; those leased to another worker are
@@ -183,7 +218,10 @@ export function createThreadedBroadcastWorker(options: {
      */
     accept(rows: readonly BroadcastOutboxTable[]) {
       const mine = rows.filter((row) => row.leased_by === owner);
-      if (mine.length > 0) post({ kind: 'accept', rows: mine });
+      if (mine.length === 0) return;
+      // Not started (a CLI, or before listen): the leases end and the started thread claims them.
+      if (started) ensureThread();
+      post({ kind: 'accept', rows: mine });
     },
     /** Runs the thread's worker until nothing is in flight (see the worker's `drain`). */
     drain(): Promise<void> {
@@ -199,6 +237,7 @@ export function createThreadedBroadcastWorker(options: {
       if (stopping) return;
       stopping = true;
       if (restartTimer) clearTimeout(restartTimer);
+      if (lookTimer) clearTimeout(lookTimer);
       const current = thread;
       if (!current) return;
       await new Promise<void>((resolve) => {
