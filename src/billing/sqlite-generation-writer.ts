@@ -154,7 +154,7 @@ export function createSqliteGenerationWriter(raw: SqliteConnection) {
     },
   );
   return (rows: readonly GenerationTable[], at: string, outbox: readonly BroadcastOutboxTable[]): number =>
-    rows.length === 0 ? 0 : write(rows, at, outbox);
+    rows.length === 0 ? 0 : write.immediate(rows, at, outbox);
 }
 
 export type SqliteGenerationWriter = ReturnType<typeof createSqliteGenerationWriter>;

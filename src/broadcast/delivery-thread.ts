@@ -1,5 +1,5 @@
 import type { Worker } from 'node:worker_threads';
-import type { LoweredPriority } from '../platform/idle-scheduling.js';
+import { type LoweredPriority, reportLoweredPriority } from '../platform/idle-scheduling.js';
 import { startModuleThread } from '../platform/module-thread.js';
 import {
   type Deliverer,
@@ -122,20 +122,8 @@ export function createThreadDeliverer(options: {
         return;
       }
       if (message.kind === 'priority') {
-        const { niceness, idle } = message.priority;
         announcePriority(message.priority);
-        if (typeof niceness === 'string') {
-          logger.warn(
-            { reason: niceness },
-            'broadcast delivery thread runs at normal priority (it could not be lowered)',
-          );
-        }
-        if (typeof idle === 'string') {
-          logger.info(
-            { reason: idle, niceness },
-            'broadcast delivery thread not moved to SCHED_IDLE; it keeps its nice value',
-          );
-        }
+        reportLoweredPriority(logger, 'broadcast delivery thread', message.priority);
         return;
       }
       const entry = settle(message.id);

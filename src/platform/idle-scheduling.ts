@@ -77,3 +77,20 @@ export async function lowerThreadPriority(niceness: number, idle: boolean): Prom
   }
   return { niceness: set, idle: idleSet };
 }
+
+/** Logs what a thread could not lower itself to (`thread` names it in the lines). */
+export function reportLoweredPriority(
+  logger: {
+    info(details: Record<string, unknown>, message: string): void;
+    warn(details: Record<string, unknown>, message: string): void;
+  },
+  thread: string,
+  { niceness, idle }: LoweredPriority,
+): void {
+  if (typeof niceness === 'string') {
+    logger.warn({ reason: niceness }, `${thread} runs at normal priority (it could not be lowered)`);
+  }
+  if (typeof idle === 'string') {
+    logger.info({ reason: idle, niceness }, `${thread} not moved to SCHED_IDLE; it keeps its nice value`);
+  }
+}

@@ -54,7 +54,7 @@ function openSqlite(path: string): { dialect: SqliteDialect; database: SqliteDat
   };
 }
 
-async function openPostgres(url: string, schema: string): Promise<PostgresDialect> {
+async function openPostgres(url: string, schema: string, poolSize: number): Promise<PostgresDialect> {
   // Loaded only for PostgreSQL: the embedded default never pays the driver's memory.
   const { default: pg } = await import('pg');
   // Money columns are bigint nano-dollars; sums come back as numeric. Both fit a JS number for
@@ -72,7 +72,12 @@ async function openPostgres(url: string, schema: string): Promise<PostgresDialec
   } finally {
     await setup.end();
   }
-  const pool = new pg.Pool({ connectionString: url, max: 10, options: `-c search_path="${schema}"`, types });
+  const pool = new pg.Pool({
+    connectionString: url,
+    max: poolSize,
+    options: `-c search_path="${schema}"`,
+    types,
+  });
   // An idle client losing its connection (a PostgreSQL restart) emits 'error' on the pool; unheard,
   // that would crash the process. The pool replaces the client; the next query reports any outage.
   pool.on('error', () => {});
@@ -98,6 +103,8 @@ export async function openStorage(options: {
   thread?: boolean;
   /** The SQLite thread stopped unasked (its statements failed; the next one starts a new thread). */
   onThreadFailure?: (message: string) => void;
+  /** PostgreSQL: connections at most (default 10; the broadcast worker's thread needs fewer). */
+  poolSize?: number;
 }): Promise<Storage> {
   const kind: StorageKind = options.url.startsWith('sqlite:') ? 'sqlite' : 'postgres';
   const path = kind === 'sqlite' ? sqlitePath(options.url) : null;
@@ -118,7 +125,7 @@ export async function openStorage(options: {
     ? new SqliteThreadDialect(sqliteThread)
     : sqlite
       ? sqlite.dialect
-      : await openPostgres(options.url, options.schema);
+      : await openPostgres(options.url, options.schema, options.poolSize ?? 10);
   let queries = 0;
   const db = new Kysely<Database>({
     dialect,

@@ -69,7 +69,8 @@ class SqliteThreadDriver implements Driver {
   }
 
   async beginTransaction(): Promise<void> {
-    await this.#connection.executeQuery(CompiledQuery.raw('begin'));
+    // Immediate: the write lock at once, waiting in the busy handler (see sqlite-statements.ts).
+    await this.#connection.executeQuery(CompiledQuery.raw('begin immediate'));
     this.#connection.transactionEpoch = this.#thread.epoch();
   }
 

@@ -62,7 +62,8 @@ function lowering(deliverer: Deliverer): Deliverer {
 }
 
 async function setUp() {
-  const storage = await openStorage({ url: data.databaseUrl, schema: data.databaseSchema });
+  // A few connections: the worker runs one claim or settling statement at a time per delivery.
+  const storage = await openStorage({ url: data.databaseUrl, schema: data.databaseSchema, poolSize: 3 });
   try {
     const secretBox = createSecretBox(
       resolveMasterKey({ configured: data.masterKey, databaseUrl: data.databaseUrl }),

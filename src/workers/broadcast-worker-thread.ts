@@ -5,7 +5,7 @@ import { POLICY_TOPIC } from '../admin/workspaces/workspace-access.js';
 import { createOutboxRepository } from '../broadcast/outbox-repository.js';
 import type { Config } from '../config/config-schema.js';
 import type { ChangeBus } from '../platform/change-bus.js';
-import type { LoweredPriority } from '../platform/idle-scheduling.js';
+import { type LoweredPriority, reportLoweredPriority } from '../platform/idle-scheduling.js';
 import { startModuleThread } from '../platform/module-thread.js';
 import type { Storage } from '../storage/database.js';
 import type { BroadcastOutboxTable } from '../storage/database-schema.js';
@@ -50,8 +50,13 @@ export type WorkerThreadReply =
  * earlier run, another instance's expired leases, dead letters to purge): one indexed read.
  */
 const LOOK_FOR_WORK_MS = 5_000;
-/** A thread that stopped unasked is started again after this long. */
+/**
+ * A thread that stopped unasked is started again after this long, doubling (up to the maximum) for
+ * each one that stops within MAX_RESTART_DELAY_MS of its start: one that cannot start (its database
+ * refuses connections) is not respawned every second.
+ */
 const RESTART_DELAY_MS = 1_000;
+const MAX_RESTART_DELAY_MS = 60_000;
 /** How long `stop` waits for the thread to hand its events back before it is terminated. */
 const STOP_GRACE_MS = 10_000;
 
@@ -95,6 +100,7 @@ export function createThreadedBroadcastWorker(options: {
   let thread: Worker | null = null;
   let started = false;
   let lookTimer: NodeJS.Timeout | null = null;
+  let restartDelay = RESTART_DELAY_MS;
   let stopping = false;
   let restartTimer: NodeJS.Timeout | null = null;
   let nextDrain = 1;
@@ -113,6 +119,7 @@ export function createThreadedBroadcastWorker(options: {
   function startThread(): void {
     const current = startModuleThread(import.meta.url, 'broadcast-worker-thread-entry', data);
     thread = current;
+    const startedAt = Date.now();
     current.on('message', (reply: WorkerThreadReply) => {
       switch (reply.kind) {
         case 'count':
@@ -121,22 +128,9 @@ export function createThreadedBroadcastWorker(options: {
         case 'latency':
           metrics?.latency(reply.type, reply.ms);
           return;
-        case 'priority': {
-          const { niceness, idle } = reply.priority;
-          if (typeof niceness === 'string') {
-            logger.warn(
-              { reason: niceness },
-              'broadcast worker thread runs at normal priority (it could not be lowered)',
-            );
-          }
-          if (typeof idle === 'string') {
-            logger.info(
-              { reason: idle, niceness },
-              'broadcast worker thread not moved to SCHED_IDLE; it keeps its nice value',
-            );
-          }
+        case 'priority':
+          reportLoweredPriority(logger, 'broadcast worker thread', reply.priority);
           return;
-        }
         case 'failed':
           logger.error({ reason: reply.message }, 'broadcast worker thread could not start');
           return;
@@ -161,11 +155,17 @@ export function createThreadedBroadcastWorker(options: {
       onStopped?.();
       if (stopping) return;
       // Its events stay leased to this worker: the next thread claims them when the leases end.
-      logger.error({ exit_code: code }, 'broadcast worker thread stopped; starting it again');
+      if (Date.now() - startedAt >= MAX_RESTART_DELAY_MS) restartDelay = RESTART_DELAY_MS;
+      const delay = restartDelay;
+      restartDelay = Math.min(restartDelay * 2, MAX_RESTART_DELAY_MS);
+      logger.error(
+        { exit_code: code, restart_in_ms: delay },
+        'broadcast worker thread stopped; starting it again',
+      );
       restartTimer = setTimeout(() => {
         restartTimer = null;
         ensureThread();
-      }, RESTART_DELAY_MS);
+      }, delay);
       restartTimer.unref();
     });
     // After the listeners (which ref it again): shutdown ends it; it must not keep a process alive.

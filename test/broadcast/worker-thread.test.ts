@@ -89,6 +89,21 @@ describe('the broadcast worker in its own thread', () => {
     for (const hook of hooks) assert.equal(hook.deliveries().length, 4);
   });
 
+  it('claims and settles in its own connection: the request thread runs no statement for deliveries', async () => {
+    const hook = await receiver();
+    await createWebhook(gateway, hook);
+    await chat(gateway, app.key);
+    await waitUntil('the first delivery', () => hook.deliveries().length === 1);
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    // Kysely's statements on the request thread's connection (the group commit's are its own; the
+    // worker on the request thread ran ~7 per delivered generation here: claims, settles).
+    const before = gateway.services.storage.queryCount();
+    for (let index = 0; index < 5; index += 1) await chat(gateway, app.key);
+    await waitUntil('five more deliveries', () => hook.deliveries().length === 6);
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    assert.equal(gateway.services.storage.queryCount() - before, 0);
+  });
+
   it('retries an event the receiver failed with a 500, and counts the retry', async () => {
     let failures = 1;
     const hook = await receiver(() => {
