@@ -95,13 +95,17 @@ describe('the broadcast worker in its own thread', () => {
     await chat(gateway, app.key);
     await waitUntil('the first delivery', () => hook.deliveries().length === 1);
     await new Promise((resolve) => setTimeout(resolve, 100));
-    // Kysely's statements on the request thread's connection (the group commit's are its own; the
-    // worker on the request thread ran ~7 per delivered generation here: claims, settles).
+    // Kysely's statements on the request thread's connection. The worker there ran ~7 per delivered
+    // generation (claims, settles: 38 for these five on SQLite). On SQLite the group commit runs
+    // prepared statements of its own, so none may be counted; on PostgreSQL it goes through Kysely,
+    // a few statements per commit and never more than three per generation.
     const before = gateway.services.storage.queryCount();
     for (let index = 0; index < 5; index += 1) await chat(gateway, app.key);
     await waitUntil('five more deliveries', () => hook.deliveries().length === 6);
     await new Promise((resolve) => setTimeout(resolve, 200));
-    assert.equal(gateway.services.storage.queryCount() - before, 0);
+    const statements = gateway.services.storage.queryCount() - before;
+    if (gateway.services.storage.kind === 'sqlite') assert.equal(statements, 0);
+    else assert.ok(statements <= 15, `${statements} statements for five generations`);
   });
 
   it('retries an event the receiver failed with a 500, and counts the retry', async () => {

@@ -754,9 +754,9 @@ describe('image output from an image model, end to end', () => {
       assert.equal((gemini.requests.at(-1)!.body as any).generationConfig, undefined, path);
       const text = await ask('openai/gpt-4o-mini');
       assert.equal(text.status, 200, `${path}: ${text.text}`);
-      const sent = openai.requests.at(-1)!.body as Record<string, unknown>;
-      assert.equal(sent.modalities, undefined, path);
-      assert.equal(sent.image_config, undefined, path);
+      // Nothing null reaches the upstream (null had been a 400).
+      const sent = JSON.stringify(openai.requests.at(-1)!.body);
+      assert.ok(!sent.includes('null'), `${path}: ${sent}`);
     }
   });
 });
