@@ -207,13 +207,13 @@ export function createOutboxRepository(storage: Storage) {
       return db.selectFrom('observability_destinations').selectAll().where('id', 'in', ids).execute();
     },
 
-    /** Events (one per destination) by status, for the metrics gauge. */
     /** Whether the outbox holds any event (pending, fanned out or dead): one read of an index. */
     async holdsAny(): Promise<boolean> {
       const row = await db.selectFrom('broadcast_outbox').select('id').limit(1).executeTakeFirst();
       return row !== undefined;
     },
 
+    /** Events (one per destination) by status, for the metrics gauge. */
     async countByStatus(): Promise<Array<{ status: string; count: number }>> {
       const rows = await db
         .selectFrom('broadcast_outbox')

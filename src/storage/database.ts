@@ -1,7 +1,16 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import SqliteDatabase from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import {
+  CompiledQuery,
+  type DatabaseConnection,
+  Kysely,
+  PostgresDialect,
+  SqliteDialect,
+  type SqliteDialectConfig,
+  SqliteDriver,
+  sql,
+} from 'kysely';
 import type { Database } from './database-schema.js';
 import { type SqliteCheckpointer, startSqliteCheckpointer } from './sqlite-checkpointer.js';
 import { cachingStatements, configureSqliteConnection, STATEMENT_CACHE_SIZE } from './sqlite-statements.js';
@@ -45,11 +54,38 @@ function sqlitePath(url: string): string {
   return path;
 }
 
+/**
+ * Kysely's SQLite driver, its transactions begun immediate. Begun deferred, a transaction that reads
+ * before it writes fails at once (SQLITE_BUSY, or SQLITE_BUSY_SNAPSHOT) when another connection
+ * writes meanwhile: the busy handler is not called for that upgrade. Immediate, it takes the write
+ * lock at `begin`, waiting in the busy handler. Another connection writes whenever the broadcast
+ * worker runs in its thread, and whenever a second process (the CLI) uses the file. The SQLite
+ * thread's dialect begins immediate too (sqlite-thread-dialect.ts).
+ */
+class ImmediateSqliteDriver extends SqliteDriver {
+  override async beginTransaction(connection: DatabaseConnection): Promise<void> {
+    await connection.executeQuery(CompiledQuery.raw('begin immediate'));
+  }
+}
+
+class ImmediateSqliteDialect extends SqliteDialect {
+  readonly #config: SqliteDialectConfig;
+
+  constructor(config: SqliteDialectConfig) {
+    super(config);
+    this.#config = config;
+  }
+
+  override createDriver(): SqliteDriver {
+    return new ImmediateSqliteDriver(this.#config);
+  }
+}
+
 function openSqlite(path: string): { dialect: SqliteDialect; database: SqliteDatabase.Database } {
   const database = new SqliteDatabase(path);
   configureSqliteConnection(database);
   return {
-    dialect: new SqliteDialect({ database: cachingStatements(database, STATEMENT_CACHE_SIZE) }),
+    dialect: new ImmediateSqliteDialect({ database: cachingStatements(database, STATEMENT_CACHE_SIZE) }),
     database,
   };
 }

@@ -35,13 +35,7 @@ export interface CachingSqliteDatabase extends SqliteDatabase {
 export function cachingStatements(connection: SqliteConnection, capacity: number): CachingSqliteDatabase {
   const cache = new Map<string, Statement>();
   return {
-    prepare(text: string) {
-      // Kysely begins SQLite transactions deferred. One that reads before it writes then fails at
-      // once (SQLITE_BUSY, or SQLITE_BUSY_SNAPSHOT) when another connection writes meanwhile: the
-      // busy handler is not called for that upgrade. Immediate, it takes the write lock at `begin`,
-      // waiting in the busy handler. Another connection writes whenever the broadcast worker runs in
-      // its thread, and whenever a second process (the CLI) uses the file.
-      const sql = text === 'begin' ? 'begin immediate' : text;
+    prepare(sql: string) {
       const cached = cache.get(sql);
       if (cached !== undefined) {
         if (cached.busy) return connection.prepare(sql);

@@ -69,7 +69,8 @@ class SqliteThreadDriver implements Driver {
   }
 
   async beginTransaction(): Promise<void> {
-    // Immediate: the write lock at once, waiting in the busy handler (see sqlite-statements.ts).
+    // Immediate: the write lock at once, waiting in the busy handler (see database.ts,
+    // ImmediateSqliteDriver).
     await this.#connection.executeQuery(CompiledQuery.raw('begin immediate'));
     this.#connection.transactionEpoch = this.#thread.epoch();
   }
