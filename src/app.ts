@@ -107,6 +107,12 @@ export async function buildServices(
         { reason: message },
         'SQLite thread stopped; its statements failed and the next one starts a new thread',
       ),
+    commitThread: config.sqlite_commit_thread,
+    onCommitThreadFailure: (message) =>
+      storageLogger.error(
+        { reason: message },
+        'SQLite commit thread stopped or could not start; generation records are committed on the event loop meanwhile or retried',
+      ),
     onCheckpointFailure: (message) =>
       storageLogger.error(
         { reason: message },

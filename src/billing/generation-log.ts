@@ -123,8 +123,18 @@ export interface GenerationLog {
   pending(): number;
 }
 
-/** Broadcast rows one transaction writes at most (about 4 ms of SQLite work for ~3 KB events). */
+/**
+ * Broadcast rows one transaction writes at most when the commit runs on the event loop (about 4 ms
+ * of SQLite work for ~3 KB events)…
+ */
 const MAX_OUTBOX_ROWS_PER_COMMIT = 32;
+/**
+ * …and when it runs elsewhere (SQLite's commit thread or its own thread, PostgreSQL): nothing waits
+ * on a longer transaction there, and a commit that waits for the last one's reply must take what
+ * arrived meanwhile, or a busy gateway outruns its commits (at 32 per hop the queue's bound dropped
+ * records at saturation).
+ */
+const MAX_OUTBOX_ROWS_PER_OFF_LOOP_COMMIT = 400;
 /** Building broadcast events yields to the event loop after this long. */
 const BUILD_SLICE_MS = 4;
 /**
@@ -181,6 +191,10 @@ export function createGenerationLog(options: {
   const clock = options.clock ?? systemClock;
   const closeTimeoutMs = options.closeTimeoutMs ?? 5_000;
   const repository = createGenerationRepository(options.storage);
+  const maxOutboxRows =
+    options.storage.sqlite !== null && options.storage.commitThread === null
+      ? MAX_OUTBOX_ROWS_PER_COMMIT
+      : MAX_OUTBOX_ROWS_PER_OFF_LOOP_COMMIT;
 
   let queue: Queued[] = [];
   let inFlight: Queued[] = [];
@@ -308,9 +322,9 @@ export function createGenerationLog(options: {
 
   /**
    * How many queued records the next transaction takes: up to MAX_BATCH, but records carrying
-   * broadcast events stop it at about MAX_OUTBOX_ROWS_PER_COMMIT rows, since each row is a whole event
-   * and a transaction holds the connection while it runs — with SQLite on the event loop, the event
-   * loop too (the rest follows on the next tick).
+   * broadcast events stop it at about `maxOutboxRows` rows (counted as their destinations before the
+   * rows are built), since each row is a whole event and a transaction holds the connection while it
+   * runs — with SQLite on the event loop, the event loop too (the rest follows on the next tick).
    */
   function batchLength(): number {
     let rows = 0;
@@ -318,7 +332,7 @@ export function createGenerationLog(options: {
     for (let index = 0; index < limit; index += 1) {
       const outbox = queue[index]?.outbox ?? null;
       rows += outbox === null ? 0 : Array.isArray(outbox) ? outbox.length : outbox.rows;
-      if (rows > MAX_OUTBOX_ROWS_PER_COMMIT) return Math.max(1, index);
+      if (rows > maxOutboxRows) return Math.max(1, index);
     }
     return limit;
   }

@@ -37,6 +37,9 @@ export function createGenerationRepository(storage: Storage) {
     ): Promise<number> {
       // SQLite in its thread: the same statements, run there (after any open transaction).
       if (storage.sqliteThread) return storage.sqliteThread.writeGenerations(rows, at.toISOString(), outbox);
+      // SQLite on this thread, its commits in a thread of their own: the same statements, run there.
+      const committed = storage.commitThread?.writeGenerations(rows, at.toISOString(), outbox);
+      if (committed) return committed;
       // SQLite on this thread: one synchronous transaction of prepared statements, unless the query
       // builder has a transaction open on the same connection (then its path waits for it).
       if (direct && !storage.sqlite?.inTransaction) return direct(rows, at.toISOString(), outbox);

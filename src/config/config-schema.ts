@@ -161,6 +161,13 @@ export const ConfigSchema = Type.Object(
      */
     sqlite_thread: Type.Union([Type.Literal('auto'), Type.Boolean()]),
     /**
+     * SQLite file without `sqlite_thread`: run the generation group commits (records, spend, the
+     * broadcast outbox) in a worker thread with a connection of their own, started at the first
+     * commit, so the write every request leads to never holds the event loop
+     * (src/storage/sqlite-commit-thread.ts). Ignored on PostgreSQL and for an in-memory database.
+     */
+    sqlite_commit_thread: Type.Boolean(),
+    /**
      * Serve inference requests from node:http past Fastify's request lifecycle when their line and
      * headers need nothing more of it (src/gateway/direct-lane.ts); `false` sends every request
      * through Fastify's routes, which answer the same.
@@ -296,6 +303,7 @@ export const defaultConfig: Static<typeof ConfigSchema> = {
   young_generation_mb: 8,
   sqlite_background_checkpoint: true,
   sqlite_thread: 'auto',
+  sqlite_commit_thread: true,
   direct_lane: true,
   content_filter_threads: 'auto',
   broadcast: {

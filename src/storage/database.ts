@@ -13,6 +13,7 @@ import {
 } from 'kysely';
 import type { Database } from './database-schema.js';
 import { type SqliteCheckpointer, startSqliteCheckpointer } from './sqlite-checkpointer.js';
+import { createSqliteCommitThread, type SqliteCommitThread } from './sqlite-commit-thread.js';
 import { cachingStatements, configureSqliteConnection, STATEMENT_CACHE_SIZE } from './sqlite-statements.js';
 import { type SqliteThread, startSqliteThread } from './sqlite-thread.js';
 import { SqliteThreadDialect } from './sqlite-thread-dialect.js';
@@ -34,6 +35,11 @@ export interface Storage {
   readonly sqliteThread: SqliteThread | null;
   /** The WAL checkpoint thread of a SQLite file opened with `backgroundCheckpoint`; else null. */
   readonly checkpointer: SqliteCheckpointer | null;
+  /**
+   * The generation group commit's thread of a SQLite file whose connection is on this thread,
+   * opened with `commitThread` (sqlite-commit-thread.ts); else null.
+   */
+  readonly commitThread: SqliteCommitThread | null;
   /** Queries executed so far; tests use it to prove a path touches no database. */
   queryCount(): number;
   ping(): Promise<void>;
@@ -139,6 +145,13 @@ export async function openStorage(options: {
   thread?: boolean;
   /** The SQLite thread stopped unasked (its statements failed; the next one starts a new thread). */
   onThreadFailure?: (message: string) => void;
+  /**
+   * SQLite file, without `thread`: run the generation group commits in a worker thread with a
+   * connection of their own (sqlite-commit-thread.ts; config `sqlite_commit_thread`). Off unless asked.
+   */
+  commitThread?: boolean;
+  /** The commit thread could not start or stopped unasked. */
+  onCommitThreadFailure?: (message: string) => void;
   /** PostgreSQL: connections at most (default 10; the broadcast worker's thread needs fewer). */
   poolSize?: number;
 }): Promise<Storage> {
@@ -156,6 +169,10 @@ export async function openStorage(options: {
           path,
           onFailure: options.onCheckpointFailure,
         })
+      : null;
+  const commitThread =
+    sqlite && path !== null && path !== ':memory:' && options.commitThread
+      ? createSqliteCommitThread({ path, onFailure: options.onCommitThreadFailure })
       : null;
   const dialect = sqliteThread
     ? new SqliteThreadDialect(sqliteThread)
@@ -177,6 +194,7 @@ export async function openStorage(options: {
     sqlite: sqlite?.database ?? null,
     sqliteThread,
     checkpointer,
+    commitThread,
     queryCount: () => queries,
     ping: async () => {
       await sql`select 1`.execute(db);
@@ -187,6 +205,7 @@ export async function openStorage(options: {
       // The checkpoint thread's connection closes first, so the main connection closes last: it
       // checkpoints what is left and removes the WAL.
       await checkpointer?.stop();
+      await commitThread?.close();
       await db.destroy();
       // Kysely closes only a driver it has used: the raw connection (or the thread) may be open still.
       if (sqlite?.database.open) sqlite.database.close();

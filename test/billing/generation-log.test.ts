@@ -121,7 +121,7 @@ function instrumented(storage: Storage) {
   return {
     // Counting and refusing work on the query builder's path; the SQLite direct and thread paths
     // are covered by the tests that use the plain storage.
-    storage: { ...storage, db, sqlite: null, sqliteThread: null } as Storage,
+    storage: { ...storage, db, sqlite: null, sqliteThread: null, commitThread: null } as Storage,
     counts,
     refuse(error: Error | null) {
       refusal = error;
@@ -169,9 +169,15 @@ async function ledgerUsage(storage: Storage) {
   return rows.map((row) => ({ nanos: Number(row.amount_nanos), note: row.note }));
 }
 
-// SQLite runs every test twice: the connection on this thread, and in the SQLite thread.
-for (const thread of backend.isPostgres ? [false] : [false, true])
-  describe(`generation log${thread ? ' (SQLite thread)' : ''}`, () => {
+// SQLite runs every test three times: the connection on this thread (commits there too), its
+// commits in the commit thread, and the connection in the SQLite thread.
+const MODES = [
+  { name: '', thread: false, commitThread: false },
+  { name: ' (SQLite commit thread)', thread: false, commitThread: true },
+  { name: ' (SQLite thread)', thread: true, commitThread: false },
+];
+for (const { name, thread, commitThread } of backend.isPostgres ? MODES.slice(0, 1) : MODES)
+  describe(`generation log${name}`, () => {
     let database: IsolatedDatabase;
     let storage: Storage;
     let log: GenerationLog | null = null;
@@ -182,6 +188,7 @@ for (const thread of backend.isPostgres ? [false] : [false, true])
         url: database.settings.database_url,
         schema: database.settings.database_schema,
         thread,
+        commitThread,
       });
       await initializeStorage({ storage, initialCreditsUsd: 0, now: new Date() });
     });
@@ -190,6 +197,52 @@ for (const thread of backend.isPostgres ? [false] : [false, true])
       log = null;
       await storage.close();
       await database.drop();
+    });
+
+    it('takes at most 32 broadcast rows per commit on the event loop, and up to 400 off it', async () => {
+      const batches: number[] = [];
+      log = createGenerationLog({
+        storage,
+        logger: captureLogger().logger,
+        onOutboxWritten: (rows) => batches.push(rows.length),
+      });
+      // Three destinations each: counted as three rows until built, then stored as one.
+      for (let index = 0; index < 120; index += 1) {
+        const input = generation();
+        log.record(input, {
+          rows: 3,
+          weight: 0,
+          build: () => [
+            {
+              id: `out-${input.id}`,
+              destination_id: '*0',
+              workspace_id: WORKSPACE,
+              generation_id: input.id,
+              idempotency_key: '',
+              payload: '{}',
+              status: 'fanout',
+              attempts: 0,
+              next_attempt_at: input.created_at,
+              lease_until: null,
+              leased_by: null,
+              last_error: null,
+              last_status: null,
+              created_at: input.created_at,
+              dead_at: null,
+              fanout: 'a,b,c',
+            },
+          ],
+        });
+      }
+      await log.flush();
+      assert.equal(await storedCount(storage), 120);
+      assert.equal(
+        batches.reduce((sum, rows) => sum + rows, 0),
+        120,
+      );
+      const onEventLoop = storage.sqlite !== null && storage.commitThread === null;
+      // 32 rows: ten records of three destinations a commit; 400: all 120 in one.
+      assert.deepEqual(batches, onEventLoop ? [10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10] : [120]);
     });
 
     it('enqueues without touching the database, then writes 250 records in at most 3 transactions, one at a time', async () => {
