@@ -135,6 +135,12 @@ const MAX_OUTBOX_ROWS_PER_COMMIT = 32;
  * records at saturation).
  */
 const MAX_OUTBOX_ROWS_PER_OFF_LOOP_COMMIT = 400;
+/**
+ * Either way a commit stops at about this many bytes of events (the builders' weight, or the
+ * payloads of rows already built): 400 rows of large events would be a hundred megabytes in one
+ * transaction, copied once more to the commit's thread.
+ */
+const MAX_OUTBOX_BYTES_PER_COMMIT = 8 * 1024 * 1024;
 /** Building broadcast events yields to the event loop after this long. */
 const BUILD_SLICE_MS = 4;
 /**
@@ -323,16 +329,24 @@ export function createGenerationLog(options: {
   /**
    * How many queued records the next transaction takes: up to MAX_BATCH, but records carrying
    * broadcast events stop it at about `maxOutboxRows` rows (counted as their destinations before the
-   * rows are built), since each row is a whole event and a transaction holds the connection while it
+   * rows are built) or MAX_OUTBOX_BYTES_PER_COMMIT bytes, since each row is a whole event and a transaction holds the connection while it
    * runs — with SQLite on the event loop, the event loop too (the rest follows on the next tick).
    */
   function batchLength(): number {
     let rows = 0;
+    let bytes = 0;
     const limit = Math.min(MAX_BATCH, queue.length);
     for (let index = 0; index < limit; index += 1) {
       const outbox = queue[index]?.outbox ?? null;
-      rows += outbox === null ? 0 : Array.isArray(outbox) ? outbox.length : outbox.rows;
-      if (rows > maxOutboxRows) return Math.max(1, index);
+      if (outbox === null) continue;
+      if (Array.isArray(outbox)) {
+        rows += outbox.length;
+        for (const row of outbox) bytes += row.payload.length;
+      } else {
+        rows += outbox.rows;
+        bytes += outbox.weight;
+      }
+      if (rows > maxOutboxRows || bytes > MAX_OUTBOX_BYTES_PER_COMMIT) return Math.max(1, index);
     }
     return limit;
   }

@@ -7,6 +7,7 @@ import {
   type GenerationLog,
   type GenerationRecordInput,
   MAX_QUEUED_GENERATIONS,
+  type OutboxRowsBuilder,
 } from '../../src/billing/generation-log.js';
 import { openStorage, type Storage } from '../../src/storage/database.js';
 import { initializeStorage } from '../../src/storage/initialize.js';
@@ -137,6 +138,37 @@ async function waitFor(condition: () => boolean | Promise<boolean>, timeoutMs = 
   }
 }
 
+/** A broadcast builder of one fan-out row for `input`, counted as `destinations` rows until built. */
+function fanOutBuilder(
+  input: GenerationRecordInput,
+  options: { destinations: number; weight: number },
+): OutboxRowsBuilder {
+  return {
+    rows: options.destinations,
+    weight: options.weight,
+    build: () => [
+      {
+        id: `out-${input.id}`,
+        destination_id: '*0',
+        workspace_id: WORKSPACE,
+        generation_id: input.id,
+        idempotency_key: '',
+        payload: '{}',
+        status: 'fanout',
+        attempts: 0,
+        next_attempt_at: input.created_at,
+        lease_until: null,
+        leased_by: null,
+        last_error: null,
+        last_status: null,
+        created_at: input.created_at,
+        dead_at: null,
+        fanout: 'a,b,c',
+      },
+    ],
+  };
+}
+
 async function storedCount(storage: Storage): Promise<number> {
   const row = await storage.db
     .selectFrom('generations')
@@ -209,30 +241,7 @@ for (const { name, thread, commitThread } of backend.isPostgres ? MODES.slice(0,
       // Three destinations each: counted as three rows until built, then stored as one.
       for (let index = 0; index < 120; index += 1) {
         const input = generation();
-        log.record(input, {
-          rows: 3,
-          weight: 0,
-          build: () => [
-            {
-              id: `out-${input.id}`,
-              destination_id: '*0',
-              workspace_id: WORKSPACE,
-              generation_id: input.id,
-              idempotency_key: '',
-              payload: '{}',
-              status: 'fanout',
-              attempts: 0,
-              next_attempt_at: input.created_at,
-              lease_until: null,
-              leased_by: null,
-              last_error: null,
-              last_status: null,
-              created_at: input.created_at,
-              dead_at: null,
-              fanout: 'a,b,c',
-            },
-          ],
-        });
+        log.record(input, fanOutBuilder(input, { destinations: 3, weight: 0 }));
       }
       await log.flush();
       assert.equal(await storedCount(storage), 120);
@@ -242,7 +251,23 @@ for (const { name, thread, commitThread } of backend.isPostgres ? MODES.slice(0,
       );
       const onEventLoop = storage.sqlite !== null && storage.commitThread === null;
       // 32 rows: ten records of three destinations a commit; 400: all 120 in one.
-      assert.deepEqual(batches, onEventLoop ? [10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10, 10] : [120]);
+      assert.deepEqual(batches, onEventLoop ? Array.from({ length: 12 }, () => 10) : [120]);
+    });
+
+    it('takes at most about 8 MiB of broadcast events per commit', async () => {
+      const batches: number[] = [];
+      log = createGenerationLog({
+        storage,
+        logger: captureLogger().logger,
+        onOutboxWritten: (rows) => batches.push(rows.length),
+      });
+      for (let index = 0; index < 6; index += 1) {
+        const input = generation();
+        log.record(input, fanOutBuilder(input, { destinations: 1, weight: 3 * 1024 * 1024 }));
+      }
+      await log.flush();
+      assert.equal(await storedCount(storage), 6);
+      assert.deepEqual(batches, [2, 2, 2]);
     });
 
     it('enqueues without touching the database, then writes 250 records in at most 3 transactions, one at a time', async () => {
