@@ -197,10 +197,6 @@ export function createGenerationLog(options: {
   const clock = options.clock ?? systemClock;
   const closeTimeoutMs = options.closeTimeoutMs ?? 5_000;
   const repository = createGenerationRepository(options.storage);
-  const maxOutboxRows =
-    options.storage.sqlite !== null && options.storage.commitThread === null
-      ? MAX_OUTBOX_ROWS_PER_COMMIT
-      : MAX_OUTBOX_ROWS_PER_OFF_LOOP_COMMIT;
 
   let queue: Queued[] = [];
   let inFlight: Queued[] = [];
@@ -328,11 +324,16 @@ export function createGenerationLog(options: {
 
   /**
    * How many queued records the next transaction takes: up to MAX_BATCH, but records carrying
-   * broadcast events stop it at about `maxOutboxRows` rows (counted as their destinations before the
-   * rows are built) or MAX_OUTBOX_BYTES_PER_COMMIT bytes, since each row is a whole event and a transaction holds the connection while it
-   * runs — with SQLite on the event loop, the event loop too (the rest follows on the next tick).
+   * broadcast events stop it at about MAX_OUTBOX_ROWS_PER_COMMIT rows on the event loop,
+   * MAX_OUTBOX_ROWS_PER_OFF_LOOP_COMMIT elsewhere (rows counted as their destinations until they
+   * are built), or MAX_OUTBOX_BYTES_PER_COMMIT bytes: each row is a whole event, and a transaction
+   * holds the connection while it runs — with SQLite on the event loop, the event loop too (the rest
+   * follows on the next tick).
    */
   function batchLength(): number {
+    const maxOutboxRows = repository.commitsOffEventLoop()
+      ? MAX_OUTBOX_ROWS_PER_OFF_LOOP_COMMIT
+      : MAX_OUTBOX_ROWS_PER_COMMIT;
     let rows = 0;
     let bytes = 0;
     const limit = Math.min(MAX_BATCH, queue.length);

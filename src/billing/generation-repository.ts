@@ -26,6 +26,14 @@ export function createGenerationRepository(storage: Storage) {
   const direct = storage.sqlite ? createSqliteGenerationWriter(storage.sqlite) : null;
   return {
     /**
+     * Whether the next `writeBatch` runs away from this thread's event loop: PostgreSQL, SQLite in
+     * its thread, or its commits in theirs (unless that thread could not start lately).
+     */
+    commitsOffEventLoop(): boolean {
+      return storage.sqlite === null || (storage.commitThread?.available() ?? false);
+    },
+
+    /**
      * Writes the rows and bills them. A row whose id is already stored is skipped and not billed
      * again, so retrying a batch whose commit was in doubt (the connection died after COMMIT) is safe.
      * Returns how many rows were new.

@@ -225,7 +225,8 @@ export const ConfigSchema = Type.Object(
          * so a request thread sharing its core is never kept waiting by it. False keeps nice 19
          * alone, which gives deliveries a larger share of a core that requests keep fully busy.
          * The worker thread (`worker_thread`) on SQLite keeps nice 19 alone either way: it takes the
-         * database's write lock, which the request thread's commits would wait for.
+         * database's write lock, which the group commits wait for (in their thread, or on the event
+         * loop without `sqlite_commit_thread`).
          */
         delivery_thread_idle: Type.Boolean(),
         /**

@@ -15,6 +15,8 @@ export interface SqliteCommitThread {
     at: string,
     outbox: readonly BroadcastOutboxTable[],
   ): Promise<number> | null;
+  /** Whether commits go to the thread now (false for a while after it could not start). */
+  available(): boolean;
   /** Whether a thread has been started (tests). */
   started(): boolean;
   /** Ends the thread (after the commit it runs, if any). */
@@ -59,6 +61,8 @@ export function createSqliteCommitThread(options: {
       }
       return thread.then((running) => running.writeGenerations(rows, at, outbox));
     },
+
+    available: () => thread !== null || performance.now() >= unavailableUntil,
 
     started: () => thread !== null,
 

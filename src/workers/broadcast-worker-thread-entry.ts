@@ -41,10 +41,11 @@ const bus: ChangeBus = {
 
 /**
  * Sends in this thread; lowers its priority after the first batch (see delivery-thread-entry). On
- * SQLite to nice 19 only, not SCHED_IDLE: this thread takes the write lock of the file the request
- * thread commits to, and a SCHED_IDLE thread preempted while holding it runs again only when no
- * normal thread wants the core (V8's helper threads included), while the request thread's commit
- * waits in SQLite's busy handler, whose sleeps grow to 100 ms. At nice 19 it still gets a slice.
+ * SQLite to nice 19 only, not SCHED_IDLE: this thread takes the write lock of the file the group
+ * commits go to, and a SCHED_IDLE thread preempted while holding it runs again only when no normal
+ * thread wants the core (V8's helper threads included), while the commit waits in SQLite's busy
+ * handler, whose sleeps grow to 100 ms — in the commit thread, or on the event loop without
+ * `sqlite_commit_thread`. At nice 19 it still gets a slice.
  */
 function lowering(deliverer: Deliverer): Deliverer {
   const niceness = data.settings.delivery_thread_niceness;
