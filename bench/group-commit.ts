@@ -5,11 +5,12 @@ import { join } from 'node:path';
 import { monitorEventLoopDelay, performance } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { Worker } from 'node:worker_threads';
-import { createGenerationLog, type GenerationRecordInput } from '../src/billing/generation-log.js';
+import { createGenerationLog } from '../src/billing/generation-log.js';
 import { newTimeOrderedId } from '../src/platform/ids.js';
 import { openStorage } from '../src/storage/database.js';
 import type { BroadcastOutboxTable } from '../src/storage/database-schema.js';
 import { initializeStorage } from '../src/storage/initialize.js';
+import { SAMPLE_WORKSPACE, sampleGenerationRecord } from '../test/helpers/generation-record.js';
 
 /**
  * What the SQLite group commit costs the event loop, with it on the event loop's connection
@@ -56,64 +57,16 @@ function startSecondWriter(path: string): Worker {
   });
 }
 
-function record(now: Date): GenerationRecordInput {
-  return {
-    id: `gen-${newTimeOrderedId(now.getTime())}`,
-    created_at: now.toISOString(),
-    key_hash: 'a'.repeat(64),
-    workspace_id: '00000000-0000-4000-8000-000000000001',
-    api_type: 'chat-completions',
-    requested_model: 'openai/gpt-4o',
-    model: 'openai/gpt-4o',
-    provider_slug: 'openai',
-    provider_name: 'OpenAI',
-    endpoint_id: 'openai/gpt-4o:openai',
-    upstream_id: 'chatcmpl-123',
-    streamed: false,
-    cancelled: false,
-    is_byok: false,
-    status: 'completed',
-    http_status: 200,
-    error_type: null,
-    error_message: null,
-    finish_reason: 'stop',
-    native_finish_reason: 'stop',
-    tokens_prompt: 12,
-    tokens_completion: 40,
-    tokens_cached: 0,
-    tokens_cache_write: 0,
-    tokens_reasoning: 0,
-    cost_nanos: 52_000,
-    input_cost_nanos: 12_000,
-    output_cost_nanos: 40_000,
-    latency_ms: 3,
-    first_token_ms: null,
-    generation_time_ms: 2,
-    user_id: null,
-    session_id: null,
-    metadata: null,
-    trace: null,
-    app_referer: null,
-    app_title: null,
-    attempts: [
-      {
-        provider: 'openai',
-        model: 'openai/gpt-4o',
-        endpoint_id: 'e1',
-        status: 200,
-        error_type: null,
-        latency_ms: 2,
-      },
-    ],
-  };
-}
+/** A record as the pipeline hands it over, created now (its id time-ordered, as the gateway's). */
+const record = (now: Date) =>
+  sampleGenerationRecord({ id: `gen-${newTimeOrderedId(now.getTime())}`, created_at: now.toISOString() });
 
 function outboxRow(generationId: string, now: Date): BroadcastOutboxTable {
   const at = now.toISOString();
   return {
     id: newTimeOrderedId(now.getTime()),
     destination_id: '*0',
-    workspace_id: '00000000-0000-4000-8000-000000000001',
+    workspace_id: SAMPLE_WORKSPACE,
     generation_id: generationId,
     idempotency_key: '',
     payload: JSON.stringify({ generation_id: generationId, text: 'x'.repeat(payloadChars) }),

@@ -1,5 +1,4 @@
 import assert from 'node:assert/strict';
-import { randomBytes } from 'node:crypto';
 import { afterEach, beforeEach, describe, it } from 'node:test';
 import { sql } from 'kysely';
 import {
@@ -11,64 +10,14 @@ import {
 } from '../../src/billing/generation-log.js';
 import { openStorage, type Storage } from '../../src/storage/database.js';
 import { initializeStorage } from '../../src/storage/initialize.js';
+import { SAMPLE_KEY_HASH, SAMPLE_WORKSPACE, sampleGenerationRecord } from '../helpers/generation-record.js';
 import { backend, type IsolatedDatabase, isolatedDatabase } from '../helpers/test-app.js';
 
-const KEY_A = 'a'.repeat(64);
+const KEY_A = SAMPLE_KEY_HASH;
 const KEY_B = 'b'.repeat(64);
-const WORKSPACE = '00000000-0000-4000-8000-000000000001';
+const WORKSPACE = SAMPLE_WORKSPACE;
 
-function generation(overrides: Partial<GenerationRecordInput> = {}): GenerationRecordInput {
-  return {
-    id: `gen-${Date.now()}-${randomBytes(8).toString('hex')}`,
-    created_at: '2025-03-10T12:00:00.000Z',
-    key_hash: KEY_A,
-    workspace_id: WORKSPACE,
-    api_type: 'chat-completions',
-    requested_model: 'openai/gpt-4o',
-    model: 'openai/gpt-4o',
-    provider_slug: 'openai',
-    provider_name: 'OpenAI',
-    endpoint_id: 'openai/gpt-4o:openai',
-    upstream_id: 'chatcmpl-123',
-    streamed: true,
-    cancelled: false,
-    is_byok: false,
-    status: 'completed',
-    http_status: 200,
-    error_type: null,
-    error_message: null,
-    finish_reason: 'stop',
-    native_finish_reason: 'stop',
-    tokens_prompt: 10,
-    tokens_completion: 25,
-    tokens_cached: 3,
-    tokens_cache_write: 0,
-    tokens_reasoning: 5,
-    cost_nanos: 1_234_567,
-    input_cost_nanos: 234_567,
-    output_cost_nanos: 1_000_000,
-    latency_ms: 1250,
-    first_token_ms: 300,
-    generation_time_ms: 1200,
-    user_id: 'user-123',
-    session_id: 'session-1',
-    metadata: { team: 'search' },
-    trace: { trace_id: 't-1', span_name: 'answer' },
-    app_referer: 'https://app.example',
-    app_title: 'Example',
-    attempts: [
-      {
-        provider: 'openai',
-        model: 'openai/gpt-4o',
-        endpoint_id: 'e1',
-        status: 200,
-        error_type: null,
-        latency_ms: 1200,
-      },
-    ],
-    ...overrides,
-  };
-}
+const generation = sampleGenerationRecord;
 
 interface Captured {
   warn: Array<Record<string, unknown> & { at: number; message: string }>;
