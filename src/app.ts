@@ -57,6 +57,7 @@ import { installValidators } from './platform/validation.js';
 import { isInMemorySqlite, openStorage, type Storage } from './storage/database.js';
 import type { BroadcastOutboxTable } from './storage/database-schema.js';
 import { initializeStorage } from './storage/initialize.js';
+import type { StoredOutboxRow } from './storage/sqlite-thread.js';
 import { type BroadcastWorker, createBroadcastWorker } from './workers/broadcast-worker.js';
 import { createThreadedBroadcastWorker } from './workers/broadcast-worker-thread.js';
 
@@ -74,6 +75,15 @@ export interface Services {
   /** Generation records, written in group commits; closed (flushed) before storage. */
   generations: GenerationLog;
   bus: ChangeBus;
+  /**
+   * Where a group commit's broadcast rows go; the server points it at its delivery worker:
+   * `listener` takes rows built on this thread, `stored` the ids of rows a SQLite thread built. A
+   * worker without `stored` (one on this thread) takes built rows only.
+   */
+  outboxWritten: {
+    listener: ((rows: readonly BroadcastOutboxTable[]) => void) | null;
+    stored: ((rows: readonly StoredOutboxRow[]) => void) | null;
+  };
 }
 
 export interface BuildOptions {
@@ -141,15 +151,14 @@ export async function buildServices(
     clock,
   });
   const credits = createCreditLedger(storage);
-  /** Told when a group commit stored broadcast events; the server points it at its delivery worker. */
-  const outboxWritten: { listener: ((rows: readonly BroadcastOutboxTable[]) => void) | null } = {
-    listener: null,
-  };
+  const outboxWritten: Services['outboxWritten'] = { listener: null, stored: null };
   const generations = createGenerationLog({
     storage,
     logger: storageLogger,
     clock,
     onOutboxWritten: (rows) => outboxWritten.listener?.(rows),
+    onOutboxStored: (rows) => outboxWritten.stored?.(rows),
+    buildAtCommit: () => outboxWritten.listener === null || outboxWritten.stored !== null,
   });
   const workspaces = createWorkspaceServices({ storage, cache, bus, clock });
   if (config.bootstrap_key) await keys.ensureBootstrapKey(config.bootstrap_key);
@@ -273,7 +282,10 @@ export async function buildApp(options: BuildOptions): Promise<{
           logger,
         })
       : null;
-  const broadcastWorker: Pick<BroadcastWorker, 'owner' | 'start' | 'accept' | 'stop'> | null = workerThread
+  const broadcastWorker: Pick<
+    BroadcastWorker,
+    'owner' | 'start' | 'accept' | 'acceptStored' | 'stop'
+  > | null = workerThread
     ? createThreadedBroadcastWorker({
         storage: services.storage,
         settings: config.broadcast,
@@ -300,6 +312,8 @@ export async function buildApp(options: BuildOptions): Promise<{
       : null;
   if (broadcastWorker) {
     services.outboxWritten.listener = (rows) => broadcastWorker.accept(rows);
+    // The worker in its thread reads rows back there; one on this thread sends the objects built here.
+    if (workerThread) services.outboxWritten.stored = (rows) => broadcastWorker.acceptStored(rows);
     app.addHook('onReady', async () => broadcastWorker.start());
   }
   const policies = createPolicyCache({

@@ -1,6 +1,8 @@
+import type { OutboxSources } from '../broadcast/outbox-build.js';
 import { type Clock, systemClock } from '../platform/clock.js';
 import type { Storage } from '../storage/database.js';
 import type { BroadcastOutboxTable } from '../storage/database-schema.js';
+import { OUTBOX_BUILDER_UNAVAILABLE, type StoredOutboxRow } from '../storage/sqlite-thread.js';
 import { createGenerationRepository, type GenerationRecordRow } from './generation-repository.js';
 
 export type { GenerationRecordRow };
@@ -101,6 +103,12 @@ export interface GenerationLogger {
  */
 export interface OutboxRowsBuilder {
   build(): BroadcastOutboxTable[];
+  /**
+   * What `build` builds from, as plain data: when the group commit runs in a SQLite thread (and the
+   * log may build there, `buildAtCommit`), the thread builds the rows from it, so the event is
+   * neither built nor serialized on the request thread. Absent: built here.
+   */
+  sources?: OutboxSources;
   /** The most rows it builds (one per destination that may select the event). */
   rows: number;
   /** Roughly how many bytes the builder keeps alive until it runs (the request's text). */
@@ -166,9 +174,20 @@ const MAX_RETRY_MS = 5_000;
 const MAX_TEXT_CHARS = 4_096;
 const MAX_JSON_CHARS = 65_536;
 
+/** A batch's broadcast rows: built here, and the sources of those the commit builds. */
+interface BatchOutbox {
+  rows: BroadcastOutboxTable[];
+  sources: OutboxSources[];
+  /** The weight of the builders whose sources these are. */
+  weight: number;
+}
+
 interface Queued {
   row: GenerationRecordRow;
-  /** The builder until the first write attempt, then its rows (kept, so a retried batch keeps ids). */
+  /**
+   * The builder until the first write attempt builds its rows here, then its rows (kept, so a
+   * retried batch keeps ids); a builder whose rows the commit builds stays one until written.
+   */
   outbox: OutboxRowsBuilder | BroadcastOutboxTable[] | null;
   /** performance.now() when recorded. */
   queuedAt: number;
@@ -188,10 +207,20 @@ export function createGenerationLog(options: {
   /** How long `close()` keeps retrying a failing database before giving the records up. */
   closeTimeoutMs?: number;
   /**
-   * Runs after a batch that stored broadcast events committed, with the rows: the delivery worker
-   * sends those it holds the lease of straight away, without reading them back.
+   * Runs after a batch that stored broadcast events committed, with the rows built on this thread:
+   * the delivery worker sends those it holds the lease of straight away, without reading them back.
    */
   onOutboxWritten?: (rows: readonly BroadcastOutboxTable[]) => void;
+  /**
+   * Runs after a batch committed with the rows a SQLite thread built from the builders' sources,
+   * those leased to a worker, by id: the worker reads them (its own connection, in its thread).
+   */
+  onOutboxStored?: (rows: readonly StoredOutboxRow[]) => void;
+  /**
+   * Whether rows may be built where the commit runs (default yes): no, when this thread's delivery
+   * worker sends them from the objects built here (`onOutboxWritten`).
+   */
+  buildAtCommit?: () => boolean;
 }): GenerationLog {
   const { logger } = options;
   const clock = options.clock ?? systemClock;
@@ -211,6 +240,8 @@ export function createGenerationLog(options: {
   /** Bytes kept alive by unbuilt broadcast builders, and how many were refused for the bound. */
   let outboxWeight = 0;
   let droppedBroadcasts = 0;
+  /** The SQLite thread could not load the row builder: rows are built here from then on. */
+  let builderUnavailable = false;
   let closed = false;
   let closing: Promise<void> | null = null;
 
@@ -282,28 +313,47 @@ export function createGenerationLog(options: {
     const batch = queue.splice(0, batchLength());
     inFlight = batch;
     reportDrops();
-    let outbox: BroadcastOutboxTable[] = [];
-    writing = outboxRowsOf(batch)
-      .then((rows) => {
-        outbox = rows;
+    let outbox: BatchOutbox = { rows: [], sources: [], weight: 0 };
+    writing = outboxOf(batch)
+      .then((built) => {
+        outbox = built;
         return repository.writeBatch(
           batch.map((item) => item.row),
           clock.now(),
-          rows,
+          built.rows,
+          built.sources,
         );
       })
       .then(
-        () => {
+        (commit) => {
           inFlight = [];
           for (const item of batch) forget(item.row);
           retryMs = 0;
           lastError = null;
-          if (outbox.length > 0) options.onOutboxWritten?.(outbox);
+          // Builders whose rows the commit built: what they kept alive is written now.
+          outboxWeight -= outbox.weight;
+          for (const failure of commit.unbuilt) {
+            logger.error(
+              { err: { message: failure.message }, id: failure.id },
+              'broadcast events could not be built; not sent',
+            );
+          }
+          if (outbox.rows.length > 0) options.onOutboxWritten?.(outbox.rows);
+          if (commit.stored.length > 0) options.onOutboxStored?.(commit.stored);
         },
         (error: unknown) => {
           inFlight = [];
           queue = batch.concat(queue);
           dropOldest();
+          if ((error as { code?: unknown }).code === OUTBOX_BUILDER_UNAVAILABLE && !builderUnavailable) {
+            // Nothing was written: the batch goes again at once, its rows built here.
+            builderUnavailable = true;
+            logger.error(
+              { err: error },
+              'the SQLite thread cannot build broadcast events; they are built on the request thread',
+            );
+            return;
+          }
           retryMs = retryMs === 0 ? FIRST_RETRY_MS : Math.min(retryMs * 2, MAX_RETRY_MS);
           lastError = error;
           logger.warn(
@@ -353,21 +403,31 @@ export function createGenerationLog(options: {
   }
 
   /**
-   * Materializes each record's broadcast rows once; a builder that throws loses its events, not the
-   * record. Serializing large events takes time, so the work yields to the event loop every few
-   * milliseconds rather than holding up requests for a whole batch.
+   * The batch's broadcast rows: builders with sources are left to the commit when it runs in a
+   * SQLite thread (their sources go with it, and their weight is released once it is written);
+   * the others are materialized here, once (a retried batch keeps their ids). A builder that
+   * throws loses its events, not the record. Serializing large events takes time, so the work
+   * yields to the event loop every few milliseconds rather than holding up requests for a whole
+   * batch.
    */
-  async function outboxRowsOf(batch: Queued[]): Promise<BroadcastOutboxTable[]> {
-    const rows: BroadcastOutboxTable[] = [];
+  async function outboxOf(batch: Queued[]): Promise<BatchOutbox> {
+    const result: BatchOutbox = { rows: [], sources: [], weight: 0 };
+    const atCommit =
+      !builderUnavailable && (options.buildAtCommit?.() ?? true) && repository.buildsAtCommit();
     let sliceStart = performance.now();
     for (const item of batch) {
       if (item.outbox === null) continue;
       if (!Array.isArray(item.outbox)) {
+        const builder = item.outbox;
+        if (atCommit && builder.sources) {
+          result.sources.push(builder.sources);
+          result.weight += builder.weight;
+          continue;
+        }
         if (performance.now() - sliceStart > BUILD_SLICE_MS) {
           await new Promise((resolve) => setImmediate(resolve));
           sliceStart = performance.now();
         }
-        const builder = item.outbox;
         try {
           item.outbox = builder.build();
         } catch (error) {
@@ -376,9 +436,9 @@ export function createGenerationLog(options: {
         }
         outboxWeight -= builder.weight;
       }
-      for (const row of item.outbox) rows.push(row);
+      for (const row of item.outbox) result.rows.push(row);
     }
-    return rows;
+    return result;
   }
 
   async function drainForClose(): Promise<void> {

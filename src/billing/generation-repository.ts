@@ -1,8 +1,10 @@
 import { CompiledQuery, type Kysely, sql } from 'kysely';
 import { addDailyUsage } from '../admin/keys/key-repository.js';
+import { buildOutboxRows, type OutboxSources } from '../broadcast/outbox-build.js';
 import { newId } from '../platform/ids.js';
 import type { Storage } from '../storage/database.js';
 import type { BroadcastOutboxTable, Database, GenerationTable } from '../storage/database-schema.js';
+import type { GenerationCommit } from '../storage/sqlite-thread.js';
 import {
   createSqliteGenerationWriter,
   ledgerNote,
@@ -34,87 +36,37 @@ export function createGenerationRepository(storage: Storage) {
     },
 
     /**
-     * Writes the rows and bills them. A row whose id is already stored is skipped and not billed
-     * again, so retrying a batch whose commit was in doubt (the connection died after COMMIT) is safe.
-     * Returns how many rows were new.
+     * Whether the next `writeBatch` runs in a SQLite thread, which then builds the broadcast rows of
+     * the `sources` it is given (elsewhere they are built on this thread).
+     */
+    buildsAtCommit(): boolean {
+      return storage.sqliteThread !== null || (storage.commitThread?.available() ?? false);
+    },
+
+    /**
+     * Writes the rows and bills them, with the broadcast rows given in `outbox` and those built from
+     * `sources` (in the SQLite thread that runs the commit, or here). A row whose id is already
+     * stored is skipped and not billed again, so retrying a batch whose commit was in doubt (the
+     * connection died after COMMIT) is safe. Answers how many rows were new and which built rows are
+     * leased to a worker. Rejects with code OUTBOX_BUILDER_UNAVAILABLE, writing nothing, when a
+     * SQLite thread cannot load the builder: the caller builds the rows itself and tries again.
      */
     async writeBatch(
       rows: readonly GenerationRecordRow[],
       at: Date,
       outbox: readonly BroadcastOutboxTable[] = [],
-    ): Promise<number> {
+      sources: readonly OutboxSources[] = [],
+    ): Promise<GenerationCommit> {
       // SQLite in its thread: the same statements, run there (after any open transaction).
-      if (storage.sqliteThread) return storage.sqliteThread.writeGenerations(rows, at.toISOString(), outbox);
+      if (storage.sqliteThread)
+        return storage.sqliteThread.writeGenerations(rows, at.toISOString(), outbox, sources);
       // SQLite on this thread, its commits in a thread of their own: the same statements, run there.
-      const committed = storage.commitThread?.writeGenerations(rows, at.toISOString(), outbox);
+      const committed = storage.commitThread?.writeGenerations(rows, at.toISOString(), outbox, sources);
       if (committed) return committed;
-      // SQLite on this thread: one synchronous transaction of prepared statements, unless the query
-      // builder has a transaction open on the same connection (then its path waits for it).
-      if (direct && !storage.sqlite?.inTransaction) return direct(rows, at.toISOString(), outbox);
-      return db.transaction().execute(async (trx) => {
-        const inserted = await insertNew(trx, storage.kind, rows);
-        const billed = rows.filter((row) => inserted.has(row.id));
-        // Broadcast events travel with their generation: only a record written now adds its events.
-        const events = outbox.filter((event) => inserted.has(event.generation_id));
-        for (let start = 0; start < events.length; start += OUTBOX_ROWS_PER_STATEMENT) {
-          await trx
-            .insertInto('broadcast_outbox')
-            .values(events.slice(start, start + OUTBOX_ROWS_PER_STATEMENT))
-            .onConflict((conflict) => conflict.columns(['generation_id', 'destination_id']).doNothing())
-            .execute();
-        }
-        const totals = spendTotals(billed);
-        await addDailySpend(trx, totals.keys);
-        for (const entry of totals.members) {
-          await trx
-            .insertInto('member_usage_daily')
-            .values({
-              workspace_id: entry.owner.workspaceId,
-              user_id: entry.owner.userId,
-              day: entry.day,
-              usage_nanos: entry.usageNanos,
-              byok_usage_nanos: entry.byokNanos,
-            })
-            .onConflict((conflict) =>
-              conflict.columns(['workspace_id', 'user_id', 'day']).doUpdateSet((update) => ({
-                usage_nanos: sql<number>`${update.ref('member_usage_daily.usage_nanos')} + ${update.ref('excluded.usage_nanos')}`,
-                byok_usage_nanos: sql<number>`${update.ref('member_usage_daily.byok_usage_nanos')} + ${update.ref('excluded.byok_usage_nanos')}`,
-              })),
-            )
-            .execute();
-        }
-        for (const entry of totals.workspaces) {
-          await trx
-            .insertInto('workspace_usage_daily')
-            .values({
-              workspace_id: entry.owner.workspaceId,
-              day: entry.day,
-              usage_nanos: entry.usageNanos,
-              byok_usage_nanos: entry.byokNanos,
-            })
-            .onConflict((conflict) =>
-              conflict.columns(['workspace_id', 'day']).doUpdateSet((update) => ({
-                usage_nanos: sql<number>`${update.ref('workspace_usage_daily.usage_nanos')} + ${update.ref('excluded.usage_nanos')}`,
-                byok_usage_nanos: sql<number>`${update.ref('workspace_usage_daily.byok_usage_nanos')} + ${update.ref('excluded.byok_usage_nanos')}`,
-              })),
-            )
-            .execute();
-        }
-        const creditNanos = billed.reduce((sum, row) => (row.is_byok === 1 ? sum : sum + row.cost_nanos), 0);
-        if (creditNanos > 0) {
-          await trx
-            .insertInto('credit_ledger')
-            .values({
-              id: newId(),
-              kind: 'usage',
-              amount_nanos: creditNanos,
-              note: ledgerNote(billed.length),
-              created_at: at.toISOString(),
-            })
-            .execute();
-        }
-        return inserted.size;
-      });
+      const result: GenerationCommit = { inserted: 0, stored: [], unbuilt: [] };
+      const events = sources.length === 0 ? outbox : outbox.concat(buildHere(sources, result));
+      result.inserted = await writeHere(rows, at, events);
+      return result;
     },
 
     async findById(id: string): Promise<GenerationRecordRow | null> {
@@ -122,6 +74,97 @@ export function createGenerationRepository(storage: Storage) {
       return row ?? null;
     },
   };
+
+  /** The rows of `sources` built on this thread, noted in `result` as the SQLite thread notes them. */
+  function buildHere(sources: readonly OutboxSources[], result: GenerationCommit): BroadcastOutboxTable[] {
+    const built: BroadcastOutboxTable[] = [];
+    for (const source of sources) {
+      try {
+        for (const row of buildOutboxRows(source)) {
+          built.push(row);
+          if (row.leased_by !== null) result.stored.push({ id: row.id, leased_by: row.leased_by });
+        }
+      } catch (error) {
+        result.unbuilt.push({ id: source.event.record.id, message: (error as Error).message });
+      }
+    }
+    return built;
+  }
+
+  /** The group commit on this thread's connection. */
+  async function writeHere(
+    rows: readonly GenerationRecordRow[],
+    at: Date,
+    outbox: readonly BroadcastOutboxTable[],
+  ): Promise<number> {
+    // SQLite on this thread: one synchronous transaction of prepared statements, unless the query
+    // builder has a transaction open on the same connection (then its path waits for it).
+    if (direct && !storage.sqlite?.inTransaction) return direct(rows, at.toISOString(), outbox);
+    return db.transaction().execute(async (trx) => {
+      const inserted = await insertNew(trx, storage.kind, rows);
+      const billed = rows.filter((row) => inserted.has(row.id));
+      // Broadcast events travel with their generation: only a record written now adds its events.
+      const events = outbox.filter((event) => inserted.has(event.generation_id));
+      for (let start = 0; start < events.length; start += OUTBOX_ROWS_PER_STATEMENT) {
+        await trx
+          .insertInto('broadcast_outbox')
+          .values(events.slice(start, start + OUTBOX_ROWS_PER_STATEMENT))
+          .onConflict((conflict) => conflict.columns(['generation_id', 'destination_id']).doNothing())
+          .execute();
+      }
+      const totals = spendTotals(billed);
+      await addDailySpend(trx, totals.keys);
+      for (const entry of totals.members) {
+        await trx
+          .insertInto('member_usage_daily')
+          .values({
+            workspace_id: entry.owner.workspaceId,
+            user_id: entry.owner.userId,
+            day: entry.day,
+            usage_nanos: entry.usageNanos,
+            byok_usage_nanos: entry.byokNanos,
+          })
+          .onConflict((conflict) =>
+            conflict.columns(['workspace_id', 'user_id', 'day']).doUpdateSet((update) => ({
+              usage_nanos: sql<number>`${update.ref('member_usage_daily.usage_nanos')} + ${update.ref('excluded.usage_nanos')}`,
+              byok_usage_nanos: sql<number>`${update.ref('member_usage_daily.byok_usage_nanos')} + ${update.ref('excluded.byok_usage_nanos')}`,
+            })),
+          )
+          .execute();
+      }
+      for (const entry of totals.workspaces) {
+        await trx
+          .insertInto('workspace_usage_daily')
+          .values({
+            workspace_id: entry.owner.workspaceId,
+            day: entry.day,
+            usage_nanos: entry.usageNanos,
+            byok_usage_nanos: entry.byokNanos,
+          })
+          .onConflict((conflict) =>
+            conflict.columns(['workspace_id', 'day']).doUpdateSet((update) => ({
+              usage_nanos: sql<number>`${update.ref('workspace_usage_daily.usage_nanos')} + ${update.ref('excluded.usage_nanos')}`,
+              byok_usage_nanos: sql<number>`${update.ref('workspace_usage_daily.byok_usage_nanos')} + ${update.ref('excluded.byok_usage_nanos')}`,
+            })),
+          )
+          .execute();
+      }
+      const creditNanos = billed.reduce((sum, row) => (row.is_byok === 1 ? sum : sum + row.cost_nanos), 0);
+      if (creditNanos > 0) {
+        await trx
+          .insertInto('credit_ledger')
+          .values({
+            id: newId(),
+            kind: 'usage',
+            amount_nanos: creditNanos,
+            note: ledgerNote(billed.length),
+            created_at: at.toISOString(),
+          })
+          .execute();
+      }
+      return inserted.size;
+    });
+  }
 }
 
 export type GenerationRepository = ReturnType<typeof createGenerationRepository>;

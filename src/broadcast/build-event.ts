@@ -40,15 +40,30 @@ export function createOutputCollector() {
   };
 }
 
-/** The request without its media parts (what a broadcast event keeps of it). */
-export function textOnly(request: Omit<GenerationRequest, 'model'>): Omit<GenerationRequest, 'model'> {
+/**
+ * What an event keeps of the request: its text (media parts dropped), the parameters it reports and
+ * how many tools were offered. Small and plain: it is kept until the group commit, and when the
+ * commit runs in a SQLite thread it is copied there to be built into the event (tool schemas and
+ * response formats, which can be large, are not).
+ */
+export interface EventRequest {
+  instructions?: string | undefined;
+  input: GenerationRequest['input'];
+  parameters: Record<string, string | number | boolean>;
+  toolsOffered: number;
+}
+
+/** The request as an event keeps it (see EventRequest). */
+export function eventRequestOf(request: Omit<GenerationRequest, 'model'>): EventRequest {
   return {
-    ...request,
+    instructions: request.instructions,
     input: request.input.map((item) =>
       item.type === 'message'
         ? { ...item, content: item.content.filter((part) => part.type === 'text') }
         : item,
     ),
+    parameters: parametersOf(request),
+    toolsOffered: request.tools?.length ?? 0,
   };
 }
 
@@ -181,8 +196,8 @@ const unixNanos = (epochMs: number) => (BigInt(Math.round(epochMs)) * 1_000_000n
 
 export interface EventSources {
   record: GenerationRecordInput;
-  /** The canonical request as sent upstream (content filters' redactions applied). */
-  request: Omit<GenerationRequest, 'model'>;
+  /** The canonical request as sent upstream (content filters' redactions applied), as an event keeps it. */
+  request: EventRequest;
   output: CollectedOutput | null;
   keyName: string;
   /** The gateway's region (config `broadcast.region`). */
@@ -237,9 +252,9 @@ export function buildBroadcastEvent(sources: EventSources): BroadcastEvent {
     session_id: record.session_id,
     input: inputMessages(sources.request),
     output,
-    parameters: parametersOf(sources.request),
+    parameters: sources.request.parameters,
     tools: {
-      offered: sources.request.tools?.length ?? 0,
+      offered: sources.request.toolsOffered,
       called: output.reduce((sum, message) => sum + (message.tool_calls?.length ?? 0), 0),
     },
     cost: {

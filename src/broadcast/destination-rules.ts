@@ -42,6 +42,26 @@ export interface BroadcastTarget {
   cost: boolean;
   identity: boolean;
   requestContext: boolean;
+  /**
+   * The destination as plain data (its stored rules uncompiled), for a thread that builds events
+   * (src/broadcast/outbox-build.ts); absent on a target made without a stored row.
+   */
+  source?: TargetSource;
+}
+
+/** A destination's selection and view as plain data: what a thread needs to make its target. */
+export interface TargetSource {
+  id: string;
+  type: string;
+  keyHashes: string[] | null;
+  regions: string[];
+  samplingRate: number;
+  /** The stored `filter_rules` JSON text; null: none. */
+  filterRules: string | null;
+  privacyMode: boolean;
+  cost: boolean;
+  identity: boolean;
+  requestContext: boolean;
 }
 
 const NUMBER_FIELDS = new Set<string>(['total_cost', 'total_tokens', 'prompt_tokens', 'completion_tokens']);
@@ -179,17 +199,33 @@ const parseList = (text: string | null): string[] | null =>
 
 /** A stored destination as the request path uses it (rules compiled once per policy load). */
 export function toBroadcastTarget(row: ObservabilityDestinationTable): BroadcastTarget {
-  const keyHashes = parseList(row.api_key_hashes);
-  return {
+  return targetOf({
     id: row.id,
     type: row.type,
-    keyHashes: keyHashes ? new Set(keyHashes) : null,
-    regions: new Set(parseList(row.regions) ?? ['global']),
+    keyHashes: parseList(row.api_key_hashes),
+    regions: parseList(row.regions) ?? ['global'],
     samplingRate: row.sampling_rate,
-    matches: compileFilterRules(
-      row.filter_rules === null ? null : (JSON.parse(row.filter_rules) as StoredFilterRules),
-    ),
+    filterRules: row.filter_rules,
     ...viewOf(row),
+  });
+}
+
+/** The target a destination's plain data describes, its rules compiled. */
+export function targetOf(source: TargetSource): BroadcastTarget {
+  return {
+    id: source.id,
+    type: source.type,
+    keyHashes: source.keyHashes ? new Set(source.keyHashes) : null,
+    regions: new Set(source.regions),
+    samplingRate: source.samplingRate,
+    matches: compileFilterRules(
+      source.filterRules === null ? null : (JSON.parse(source.filterRules) as StoredFilterRules),
+    ),
+    privacyMode: source.privacyMode,
+    cost: source.cost,
+    identity: source.identity,
+    requestContext: source.requestContext,
+    source,
   };
 }
 

@@ -8,6 +8,9 @@ export const listedStatus = sql<
   'pending' | 'dead'
 >`case when status = 'fanout' then 'pending' else status end`;
 
+/** Ids per statement when held rows are read back (well under either backend's parameter limit). */
+const HELD_IDS_PER_READ = 500;
+
 /** The longest error text kept on a row. */
 const MAX_ERROR_CHARS = 1_000;
 const errorText = (message: string) => sliceWhole(message.replaceAll('\u0000', ''), MAX_ERROR_CHARS);
@@ -86,6 +89,24 @@ export function createOutboxRepository(storage: Storage) {
         .where('id', 'in', ids)
         .where('leased_by', '=', owner)
         .execute();
+    },
+
+    /**
+     * The rows of `ids` still leased to `owner`: those a group commit stored for this worker, read
+     * back by the worker (a SQLite thread built them; see `GenerationLog`'s `onOutboxStored`).
+     */
+    async heldRows(ids: readonly string[], owner: string): Promise<BroadcastOutboxTable[]> {
+      const rows: BroadcastOutboxTable[] = [];
+      for (let start = 0; start < ids.length; start += HELD_IDS_PER_READ) {
+        const found = await db
+          .selectFrom('broadcast_outbox')
+          .selectAll()
+          .where('id', 'in', ids.slice(start, start + HELD_IDS_PER_READ))
+          .where('leased_by', '=', owner)
+          .execute();
+        for (const row of found) rows.push(row);
+      }
+      return rows;
     },
 
     /** Delivered: the rows are done with. */

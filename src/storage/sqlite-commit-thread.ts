@@ -1,20 +1,28 @@
+import type { OutboxSources } from '../broadcast/outbox-build.js';
+import type { ThreadModule } from '../platform/module-thread.js';
 import type { BroadcastOutboxTable, GenerationTable } from './database-schema.js';
-import { type SqliteThread, SqliteThreadStoppedError, startSqliteThread } from './sqlite-thread.js';
+import {
+  type GenerationCommit,
+  type SqliteThread,
+  SqliteThreadStoppedError,
+  startSqliteThread,
+} from './sqlite-thread.js';
 
 /** After the thread could not start, commits run on the event loop for this long before it is tried again. */
 const START_RETRY_MS = 60_000;
 
 export interface SqliteCommitThread {
   /**
-   * The generation group commit (sqlite-generation-writer.ts) run in the thread; null when the
-   * thread is not available now (it could not start lately): the caller commits on its own
-   * connection instead.
+   * The generation group commit (sqlite-generation-writer.ts) run in the thread, the broadcast rows
+   * of `sources` built there (see SqliteThread.writeGenerations); null when the thread is not
+   * available now (it could not start lately): the caller commits on its own connection instead.
    */
   writeGenerations(
     rows: readonly GenerationTable[],
     at: string,
     outbox: readonly BroadcastOutboxTable[],
-  ): Promise<number> | null;
+    sources: readonly OutboxSources[],
+  ): Promise<GenerationCommit> | null;
   /** Whether commits go to the thread now (false for a while after it could not start). */
   available(): boolean;
   /** Whether a thread has been started (tests). */
@@ -41,17 +49,23 @@ export function createSqliteCommitThread(options: {
   path: string;
   /** The thread could not start, or stopped unasked (the next commit starts another). */
   onFailure?: (message: string) => void;
+  /** Where the thread loads the broadcast row builder from (tests name one that cannot load). */
+  outboxBuilder?: ThreadModule;
 }): SqliteCommitThread {
   let thread: Promise<SqliteThread> | null = null;
   let unavailableUntil = 0;
   let closed = false;
 
   return {
-    writeGenerations(rows, at, outbox) {
+    writeGenerations(rows, at, outbox, sources) {
       if (closed) return Promise.reject(new SqliteThreadStoppedError('the storage is closed'));
       if (!thread) {
         if (performance.now() < unavailableUntil) return null;
-        const starting = startSqliteThread({ path: options.path, onFailure: options.onFailure });
+        const starting = startSqliteThread({
+          path: options.path,
+          onFailure: options.onFailure,
+          outboxBuilder: options.outboxBuilder,
+        });
         thread = starting;
         starting.catch((error: unknown) => {
           if (thread === starting) thread = null;
@@ -59,7 +73,7 @@ export function createSqliteCommitThread(options: {
           options.onFailure?.(`the commit thread could not start: ${(error as Error).message}`);
         });
       }
-      return thread.then((running) => running.writeGenerations(rows, at, outbox));
+      return thread.then((running) => running.writeGenerations(rows, at, outbox, sources));
     },
 
     available: () => thread !== null || performance.now() >= unavailableUntil,

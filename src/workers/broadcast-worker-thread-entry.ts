@@ -114,6 +114,9 @@ port.on('message', (message: WorkerThreadMessage) => {
         case 'accept':
           worker.accept(message.rows);
           return;
+        case 'acceptStored':
+          worker.acceptStored(message.rows);
+          return;
         case 'policy':
           for (const handler of policyHandlers) handler(message.message);
           return;

@@ -9,6 +9,7 @@ import { type LoweredPriority, reportLoweredPriority } from '../platform/idle-sc
 import { startModuleThread } from '../platform/module-thread.js';
 import type { Storage } from '../storage/database.js';
 import type { BroadcastOutboxTable } from '../storage/database-schema.js';
+import type { StoredOutboxRow } from '../storage/sqlite-thread.js';
 import { type BroadcastWorkerLogger, type Outcome, registerWorkerMetrics } from './broadcast-worker.js';
 
 /** What the thread is started with (plain data: it opens its own connection and secret box). */
@@ -26,6 +27,7 @@ export interface WorkerThreadData {
 export type WorkerThreadMessage =
   | { kind: 'start' }
   | { kind: 'accept'; rows: BroadcastOutboxTable[] }
+  | { kind: 'acceptStored'; rows: StoredOutboxRow[] }
   | { kind: 'policy'; message: string }
   | { kind: 'resync' }
   | { kind: 'drain'; id: number }
@@ -64,8 +66,9 @@ const STOP_GRACE_MS = 10_000;
  * The broadcast worker (broadcast-worker.ts) run in a worker thread of its own, with its own
  * database connection, exporter HTTP client and secret box, at the delivery thread's lowered
  * priority once its first batch has settled. The request thread keeps only what must happen there:
- * it builds each generation's events and commits their rows, then posts the rows leased to this
- * worker across (`accept`). Holding them through the batch linger, claiming, sending and settling
+ * its group commit stores each generation's events, then the rows leased to this worker are posted
+ * across — by id when a SQLite thread built them (`acceptStored`: the thread reads them back), whole
+ * when they were built on the request thread (`accept`). Holding them through the batch linger, claiming, sending and settling
  * all happen in the thread, so none of it pauses requests or grows their heap (docs/decisions.md,
  * "The broadcast worker runs in its own thread"). Its counts and delivery times come back as
  * messages to the request thread's metrics; destination changes on the bus are forwarded to it.
@@ -222,6 +225,16 @@ export function createThreadedBroadcastWorker(options: {
       // Not started (a CLI, or before listen): the leases end and the started thread claims them.
       if (started) ensureThread();
       post({ kind: 'accept', rows: mine });
+    },
+    /**
+     * Hands the thread the rows a SQLite thread built and stored at a group commit, by id (the
+     * thread reads them on its connection): no event text passes through this thread.
+     */
+    acceptStored(rows: readonly StoredOutboxRow[]) {
+      const mine = rows.filter((row) => row.leased_by === owner);
+      if (mine.length === 0) return;
+      if (started) ensureThread();
+      post({ kind: 'acceptStored', rows: mine });
     },
     /** Runs the thread's worker until nothing is in flight (see the worker's `drain`). */
     drain(): Promise<void> {

@@ -21,6 +21,7 @@ import type { Clock } from '../platform/clock.js';
 import type { SecretBox } from '../platform/secret-box.js';
 import type { Storage } from '../storage/database.js';
 import type { BroadcastOutboxTable, ObservabilityDestinationTable } from '../storage/database-schema.js';
+import type { StoredOutboxRow } from '../storage/sqlite-thread.js';
 
 export interface BroadcastWorkerLogger {
   info(details: Record<string, unknown>, message: string): void;
@@ -153,6 +154,8 @@ export function createBroadcastWorker(options: {
   let wakeRequested = false;
   let stopped = false;
   let started = false;
+  /** Rows stored for this worker being read back (`acceptStored`), one read after another. */
+  let reading: Promise<void> = Promise.resolve();
   let lastPurge = 0;
   /** A pass failed: no queue is sent before this time (epoch ms), so a failing database is not asked in a spin. */
   let retryAt = 0;
@@ -783,6 +786,41 @@ export function createBroadcastWorker(options: {
     return nextAttemptAt;
   }
 
+  /**
+   * Takes the rows a group commit just stored. Those leased to this worker are delivered from
+   * memory; beyond MAX_HANDOFF_ROWS, or once stopped, they are handed back to the database.
+   */
+  function accept(rows: readonly BroadcastOutboxTable[]): void {
+    const overflow: string[] = [];
+    const now = clock.now().getTime();
+    for (const row of rows) {
+      if (row.leased_by !== owner) continue;
+      // Beyond the bound a row goes back as it is (a fan-out row whole, not split).
+      if (stopped || handoffSize >= MAX_HANDOFF_ROWS) overflow.push(row.id);
+      else {
+        // Held until every destination has it: its payload waits off the JS heap.
+        stowPayload(row);
+        enqueue(outbox.open([row]), now);
+      }
+    }
+    if (overflow.length > 0) {
+      outbox.release(overflow, owner).catch((error: unknown) => {
+        // Their leases expire and any worker claims them then.
+        logger.warn(
+          { err: error, events: overflow.length },
+          'broadcast events not handed back; they wait for their lease',
+        );
+      });
+    }
+    if (!started || stopped) return;
+    // Nothing ready yet: the timer is brought forward to the first queue's end of linger rather
+    // than running a pass per commit that would find nothing to send.
+    const due = firstReady(now);
+    if (due <= now) void loop();
+    else if (due !== Number.POSITIVE_INFINITY && !looping && (timer === null || timerDue > due))
+      schedule(due - now);
+  }
+
   return {
     owner,
     start() {
@@ -794,39 +832,24 @@ export function createBroadcastWorker(options: {
     wake() {
       if (started && !stopped) void loop();
     },
+    accept,
     /**
-     * Takes the rows a group commit just stored. Those leased to this worker are delivered from
-     * memory; beyond MAX_HANDOFF_ROWS, or once stopped, they are handed back to the database.
+     * Takes the rows a SQLite thread built and stored at a group commit, by id: those leased to
+     * this worker are read back (in the order their commits came) and taken as `accept` takes them.
+     * A read that fails leaves them to their lease, after which a claim finds them.
      */
-    accept(rows: readonly BroadcastOutboxTable[]) {
-      const overflow: string[] = [];
-      const now = clock.now().getTime();
-      for (const row of rows) {
-        if (row.leased_by !== owner) continue;
-        // Beyond the bound a row goes back as it is (a fan-out row whole, not split).
-        if (stopped || handoffSize >= MAX_HANDOFF_ROWS) overflow.push(row.id);
-        else {
-          // Held until every destination has it: its payload waits off the JS heap.
-          stowPayload(row);
-          enqueue(outbox.open([row]), now);
-        }
-      }
-      if (overflow.length > 0) {
-        outbox.release(overflow, owner).catch((error: unknown) => {
-          // Their leases expire and any worker claims them then.
+    acceptStored(stored: readonly StoredOutboxRow[]) {
+      const ids: string[] = [];
+      for (const row of stored) if (row.leased_by === owner) ids.push(row.id);
+      if (ids.length === 0) return;
+      reading = reading
+        .then(() => repository.heldRows(ids, owner))
+        .then(accept, (error: unknown) => {
           logger.warn(
-            { err: error, events: overflow.length },
-            'broadcast events not handed back; they wait for their lease',
+            { err: error, events: ids.length },
+            'broadcast events stored for this worker not read back; they wait for their lease',
           );
         });
-      }
-      if (!started || stopped) return;
-      // Nothing ready yet: the timer is brought forward to the first queue's end of linger rather
-      // than running a pass per commit that would find nothing to send.
-      const due = firstReady(now);
-      if (due <= now) void loop();
-      else if (due !== Number.POSITIVE_INFINITY && !looping && (timer === null || timerDue > due))
-        schedule(due - now);
     },
     /**
      * Runs claim-and-deliver passes until nothing is in flight, sending hand-off queues without
@@ -835,6 +858,7 @@ export function createBroadcastWorker(options: {
     async drain(): Promise<void> {
       flushing = true;
       try {
+        await reading;
         await loop();
         while (busy.size > 0) await Promise.allSettled([...busy.values()]);
       } finally {
@@ -847,6 +871,8 @@ export function createBroadcastWorker(options: {
       stopped = true;
       if (timer) clearTimeout(timer);
       abort.abort();
+      // Rows read back now are handed back by `accept`, as it does once stopped.
+      await reading;
       await looping?.catch(() => undefined);
       await Promise.allSettled([...busy.values()]);
       const waiting = [...handoff].flatMap(([destinationId, queue]) =>

@@ -8,6 +8,7 @@ import {
   MAX_QUEUED_GENERATIONS,
   type OutboxRowsBuilder,
 } from '../../src/billing/generation-log.js';
+import { buildOutboxRows, type OutboxSources } from '../../src/broadcast/outbox-build.js';
 import { openStorage, type Storage } from '../../src/storage/database.js';
 import { initializeStorage } from '../../src/storage/initialize.js';
 import { SAMPLE_KEY_HASH, SAMPLE_WORKSPACE, sampleGenerationRecord } from '../helpers/generation-record.js';
@@ -118,6 +119,62 @@ function fanOutBuilder(
   };
 }
 
+/**
+ * A broadcast builder with its sources: one destination (no rules) leased to `owner`. `build` counts
+ * its calls, to see where the rows were built; `filterRules` stored unreadable makes building throw.
+ */
+function sourcedBuilder(
+  input: GenerationRecordInput,
+  options: { owner: string; filterRules?: string },
+): OutboxRowsBuilder & { calls: number } {
+  const sources: OutboxSources = {
+    targets: [
+      {
+        id: '11111111-1111-4111-8111-111111111111',
+        type: 'webhook',
+        keyHashes: null,
+        regions: ['global'],
+        samplingRate: 1,
+        filterRules: options.filterRules ?? null,
+        privacyMode: false,
+        cost: true,
+        identity: false,
+        requestContext: false,
+      },
+    ],
+    event: {
+      record: input,
+      request: {
+        instructions: 'Be brief.',
+        input: [
+          { type: 'message', role: 'user', content: [{ type: 'text', text: `question of ${input.id}` }] },
+        ],
+        parameters: { temperature: 0.5 },
+        toolsOffered: 0,
+      },
+      output: { text: 'an answer', toolCalls: [] },
+      keyName: 'test key',
+      region: 'global',
+      startedAtMs: Date.parse(input.created_at),
+      endedAtMs: Date.parse(input.created_at) + input.latency_ms,
+    },
+    atMs: Date.now(),
+    lease: { owner: options.owner, ms: 60_000 },
+    keepEvent: false,
+  };
+  const builder = {
+    calls: 0,
+    rows: 1,
+    weight: 100,
+    sources,
+    build: () => {
+      builder.calls += 1;
+      return buildOutboxRows(sources);
+    },
+  };
+  return builder;
+}
+
 async function storedCount(storage: Storage): Promise<number> {
   const row = await storage.db
     .selectFrom('generations')
@@ -217,6 +274,64 @@ for (const { name, thread, commitThread } of backend.isPostgres ? MODES.slice(0,
       await log.flush();
       assert.equal(await storedCount(storage), 6);
       assert.deepEqual(batches, [2, 2, 2]);
+    });
+
+    it('builds broadcast rows from their sources in the SQLite thread that commits, never on this thread', async () => {
+      const written: string[] = [];
+      const stored: string[] = [];
+      log = createGenerationLog({
+        storage,
+        logger: captureLogger().logger,
+        onOutboxWritten: (rows) => written.push(...rows.map((row) => row.id)),
+        onOutboxStored: (rows) => stored.push(...rows.map((row) => `${row.id} ${row.leased_by}`)),
+      });
+      const inputs = [generation(), generation()];
+      const builders = inputs.map((input) => sourcedBuilder(input, { owner: 'worker-1' }));
+      for (const [index, input] of inputs.entries()) log.record(input, builders[index]);
+      await log.flush();
+      const rows = await storage.db
+        .selectFrom('broadcast_outbox')
+        .selectAll()
+        .orderBy('generation_id')
+        .execute();
+      assert.deepEqual(
+        rows.map((row) => row.generation_id),
+        inputs.map((input) => input.id).sort(),
+      );
+      for (const row of rows) {
+        const event = JSON.parse(row.payload);
+        assert.equal(event.generation_id, row.generation_id);
+        assert.deepEqual(event.input, [
+          { role: 'system', content: 'Be brief.' },
+          { role: 'user', content: `question of ${row.generation_id}` },
+        ]);
+        assert.equal(row.leased_by, 'worker-1');
+        assert.equal(row.destination_id, '11111111-1111-4111-8111-111111111111');
+      }
+      const inThread = storage.sqliteThread !== null || storage.commitThread !== null;
+      assert.deepEqual(
+        builders.map((builder) => builder.calls),
+        inThread ? [0, 0] : [1, 1],
+      );
+      const ids = rows.map((row) => row.id).sort();
+      // Built in the thread, the rows reach the worker by id; built here, as the objects.
+      assert.deepEqual(stored.sort(), inThread ? ids.map((id) => `${id} worker-1`) : []);
+      assert.deepEqual(written.sort(), inThread ? [] : ids);
+    });
+
+    it('stores the record without its events when they cannot be built, saying so', async () => {
+      const { logger, lines } = captureLogger();
+      log = createGenerationLog({ storage, logger });
+      const input = generation();
+      log.record(input, sourcedBuilder(input, { owner: 'worker-1', filterRules: 'not json' }));
+      await log.flush();
+      assert.equal(await storedCount(storage), 1);
+      const rows = await storage.db.selectFrom('broadcast_outbox').selectAll().execute();
+      assert.deepEqual(rows, []);
+      assert.deepEqual(
+        lines.error.map((line) => [line.message, line.id]),
+        [['broadcast events could not be built; not sent', input.id]],
+      );
     });
 
     it('enqueues without touching the database, then writes 250 records in at most 3 transactions, one at a time', async () => {
@@ -418,6 +533,44 @@ for (const { name, thread, commitThread } of backend.isPostgres ? MODES.slice(0,
         { key_hash: KEY_A, day: '2025-03-10', usage: kept, byok: 0 },
       ]);
     });
+
+    if (thread || commitThread)
+      it('builds the rows on this thread when the SQLite thread cannot load the builder, and says so once', async () => {
+        await storage.close();
+        storage = await openStorage({
+          url: database.settings.database_url,
+          schema: database.settings.database_schema,
+          thread,
+          commitThread,
+          outboxBuilder: { url: new URL('./no-such-builder.js', import.meta.url).href, tsx: null },
+        });
+        const { logger, lines } = captureLogger();
+        const written: string[] = [];
+        log = createGenerationLog({
+          storage,
+          logger,
+          onOutboxWritten: (rows) => written.push(...rows.map((row) => row.generation_id)),
+        });
+        const first = generation();
+        const firstBuilder = sourcedBuilder(first, { owner: 'worker-1' });
+        log.record(first, firstBuilder);
+        await log.flush();
+        const second = generation();
+        const secondBuilder = sourcedBuilder(second, { owner: 'worker-1' });
+        log.record(second, secondBuilder);
+        await log.flush();
+        assert.equal(await storedCount(storage), 2);
+        const rows = await storage.db.selectFrom('broadcast_outbox').select('generation_id').execute();
+        assert.deepEqual(rows.map((row) => row.generation_id).sort(), [first.id, second.id].sort());
+        assert.deepEqual([firstBuilder.calls, secondBuilder.calls], [1, 1]);
+        assert.deepEqual(written, [first.id, second.id]);
+        assert.deepEqual(
+          lines.error.map((line) => line.message),
+          ['the SQLite thread cannot build broadcast events; they are built on the request thread'],
+        );
+        assert.match(String((lines.error[0]?.err as Error | undefined)?.message), /no-such-builder/);
+        assert.deepEqual(lines.warn, []);
+      });
 
     it('close() gives up on a database that stays away after its timeout, saying how many records are lost', async () => {
       const probe = instrumented(storage);

@@ -108,6 +108,36 @@ describe('the broadcast worker in its own thread', () => {
     else assert.ok(statements <= 15, `${statements} statements for five generations`);
   });
 
+  it('on SQLite builds the events in the commit thread and hands the worker thread their ids, not their text', async () => {
+    const hook = await receiver();
+    await createWebhook(gateway, hook);
+    const handed = { built: 0, stored: 0 };
+    const { outboxWritten } = gateway.services;
+    const { listener, stored } = outboxWritten;
+    outboxWritten.listener = (rows) => {
+      handed.built += rows.length;
+      listener?.(rows);
+    };
+    outboxWritten.stored = (rows) => {
+      handed.stored += rows.length;
+      stored?.(rows);
+    };
+    try {
+      await chat(gateway, app.key, { messages: [{ role: 'user', content: 'built elsewhere' }] });
+      await waitUntil('the delivery', () => hook.deliveries().length === 1);
+    } finally {
+      outboxWritten.listener = listener;
+      outboxWritten.stored = stored;
+    }
+    const [delivery] = hook.deliveries();
+    assert.ok(delivery && String(spanAttributes(delivery)['gen_ai.prompt']).includes('built elsewhere'));
+    // PostgreSQL commits on this thread's pool: the rows are built here and handed over whole.
+    assert.deepEqual(
+      handed,
+      gateway.services.storage.kind === 'sqlite' ? { built: 0, stored: 1 } : { built: 1, stored: 0 },
+    );
+  });
+
   it('retries an event the receiver failed with a 500, and counts the retry', async () => {
     let failures = 1;
     const hook = await receiver(() => {

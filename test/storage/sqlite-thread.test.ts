@@ -120,8 +120,8 @@ describe('SQLite thread', () => {
     await new Promise((resolve) => setTimeout(resolve, 20));
     const writing = thread
       .writeGenerations([generationRow('gen-thread-1', 700)], new Date().toISOString(), [])
-      .then((count) => {
-        written = count;
+      .then((commit) => {
+        written = commit.inserted;
       });
     await new Promise((resolve) => setTimeout(resolve, 50));
     assert.equal(written, null, 'the group commit ran inside an open transaction');

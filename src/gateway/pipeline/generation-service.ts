@@ -8,13 +8,8 @@ import type {
   OutboxRowsBuilder,
 } from '../../billing/generation-log.js';
 import type { Reservation, SpendCounters } from '../../billing/spend-counters.js';
-import {
-  buildBroadcastEvent,
-  type CollectedOutput,
-  createOutputCollector,
-  textOnly,
-} from '../../broadcast/build-event.js';
-import { outboxRowsFor } from '../../broadcast/outbox-events.js';
+import { type CollectedOutput, createOutputCollector, eventRequestOf } from '../../broadcast/build-event.js';
+import { buildOutboxRows, type OutboxSources } from '../../broadcast/outbox-build.js';
 import type { EndpointHealth } from '../../catalog/endpoint-health.js';
 import { providerBase } from '../../catalog/provider-base.js';
 import type { Config } from '../../config/config-schema.js';
@@ -831,8 +826,9 @@ export function createGenerationService(options: {
   }
 
   /**
-   * The generation's broadcast events, built by the log's writer off the request path; undefined when
-   * the workspace has no destination for this key (the common case costs one length check).
+   * The generation's broadcast events, built at the group commit (in the SQLite thread that runs it
+   * when there is one, else by the log's writer on this thread) from what is gathered here; undefined
+   * when the workspace has no destination (the common case costs one length check).
    */
   function broadcastRows(
     context: GenerationContext,
@@ -842,38 +838,36 @@ export function createGenerationService(options: {
   ): OutboxRowsBuilder | undefined {
     const targets = prepared.policy?.broadcast;
     if (!targets || targets.length === 0) return undefined;
-    const endedAtMs = clock.now().getTime();
-    const startedAtMs = endedAtMs - record.latency_ms;
-    const keyName = context.principal.key.row.name;
-    // Only the text travels: media (base64 images, files, audio) is not kept alive until the write.
-    const request = textOnly(prepared.generation);
+    const atMs = clock.now().getTime();
+    const sources: OutboxSources = {
+      targets: [],
+      event: {
+        record,
+        // Only the text travels: media (base64 images, files, audio) is not kept alive until the write.
+        request: eventRequestOf(prepared.generation),
+        output,
+        keyName: context.principal.key.row.name,
+        region: config.broadcast.region,
+        startedAtMs: atMs - record.latency_ms,
+        endedAtMs: atMs,
+      },
+      atMs,
+      lease: options.broadcastWorker
+        ? { owner: options.broadcastWorker, ms: config.broadcast.lease_ms }
+        : null,
+      keepEvent: Boolean(options.broadcastWorker) && !config.broadcast.delivery_thread,
+    };
+    // Built elsewhere only when every target can be made again from plain data (stored destinations).
+    let plain = true;
+    for (const target of targets) {
+      if (target.source) sources.targets.push(target.source);
+      else plain = false;
+    }
     return {
       weight: prepared.prompt.bytes + (output?.text.length ?? 0),
       rows: targets.length,
-      build: () =>
-        outboxRowsFor({
-          targets,
-          event: buildBroadcastEvent({
-            record,
-            request,
-            output,
-            keyName,
-            region: config.broadcast.region,
-            startedAtMs,
-            endedAtMs,
-          }),
-          keyHash: record.key_hash,
-          workspaceId: record.workspace_id,
-          region: config.broadcast.region,
-          now: clock.now(),
-          lease: options.broadcastWorker
-            ? {
-                owner: options.broadcastWorker,
-                until: new Date(clock.now().getTime() + config.broadcast.lease_ms),
-              }
-            : null,
-          keepEvent: Boolean(options.broadcastWorker) && !config.broadcast.delivery_thread,
-        }),
+      build: () => buildOutboxRows(sources, targets),
+      sources: plain && !sources.keepEvent ? sources : undefined,
     };
   }
 

@@ -1,0 +1,62 @@
+import type { BroadcastOutboxTable } from '../storage/database-schema.js';
+import { buildBroadcastEvent, type EventSources } from './build-event.js';
+import { type BroadcastTarget, type TargetSource, targetOf } from './destination-rules.js';
+import { outboxRowsFor } from './outbox-events.js';
+
+/**
+ * Everything a generation's broadcast outbox rows are built from, as plain data (structured-clone
+ * safe): the request path gathers it when the generation ends, and the rows are built at the group
+ * commit — in the SQLite thread that runs the commit when there is one (src/storage/sqlite-thread.ts),
+ * else on the request thread. Either way `buildOutboxRows` makes the same rows.
+ */
+export interface OutboxSources {
+  /** The workspace's destinations when the generation ended. */
+  targets: TargetSource[];
+  event: EventSources;
+  /** Epoch milliseconds when the generation was recorded: the rows' creation, due and lease start. */
+  atMs: number;
+  /** This instance's delivery worker and its lease length; null when it runs none. */
+  lease: { owner: string; ms: number } | null;
+  /** Keep the built event with each row for a worker sending from the same thread (`outboxRowsFor`). */
+  keepEvent: boolean;
+}
+
+/** Targets made from plain data in this thread, by that data's JSON: rules compiled once. */
+const compiled = new Map<string, BroadcastTarget>();
+/** The cache's bound: destinations edited over a long run leave old entries behind. */
+const MAX_COMPILED = 1_000;
+
+function compiledTarget(source: TargetSource): BroadcastTarget {
+  const key = JSON.stringify(source);
+  let target = compiled.get(key);
+  if (!target) {
+    if (compiled.size >= MAX_COMPILED) compiled.clear();
+    target = targetOf(source);
+    compiled.set(key, target);
+  }
+  return target;
+}
+
+/**
+ * A generation's outbox rows (see `outboxRowsFor`). `targets`: the compiled targets of
+ * `sources.targets`, when the caller holds them (the request thread); otherwise they are made here,
+ * their rules compiled once per thread.
+ */
+export function buildOutboxRows(
+  sources: OutboxSources,
+  targets: readonly BroadcastTarget[] = sources.targets.map(compiledTarget),
+): BroadcastOutboxTable[] {
+  const { record } = sources.event;
+  return outboxRowsFor({
+    targets,
+    event: buildBroadcastEvent(sources.event),
+    keyHash: record.key_hash,
+    workspaceId: record.workspace_id,
+    region: sources.event.region,
+    now: new Date(sources.atMs),
+    lease: sources.lease
+      ? { owner: sources.lease.owner, until: new Date(sources.atMs + sources.lease.ms) }
+      : null,
+    keepEvent: sources.keepEvent,
+  });
+}
