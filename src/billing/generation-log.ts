@@ -191,6 +191,11 @@ interface Queued {
   outbox: OutboxRowsBuilder | BroadcastOutboxTable[] | null;
   /** performance.now() when recorded. */
   queuedAt: number;
+  /**
+   * Set when a commit that was to build this builder's rows failed: the next attempt builds them
+   * here, so sources a thread cannot take (or cannot build from) never hold the queue up.
+   */
+  buildHere?: boolean;
 }
 
 /**
@@ -343,6 +348,12 @@ export function createGenerationLog(options: {
         },
         (error: unknown) => {
           inFlight = [];
+          if (outbox.sources.length > 0) {
+            for (const item of batch) {
+              if (item.outbox !== null && !Array.isArray(item.outbox) && item.outbox.sources)
+                item.buildHere = true;
+            }
+          }
           queue = batch.concat(queue);
           dropOldest();
           if ((error as { code?: unknown }).code === OUTBOX_BUILDER_UNAVAILABLE && !builderUnavailable) {
@@ -419,7 +430,7 @@ export function createGenerationLog(options: {
       if (item.outbox === null) continue;
       if (!Array.isArray(item.outbox)) {
         const builder = item.outbox;
-        if (atCommit && builder.sources) {
+        if (atCommit && builder.sources && !item.buildHere) {
           result.sources.push(builder.sources);
           result.weight += builder.weight;
           continue;

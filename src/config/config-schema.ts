@@ -164,7 +164,8 @@ export const ConfigSchema = Type.Object(
      * SQLite file without `sqlite_thread`: run the generation group commits (records, spend, the
      * broadcast outbox) in a worker thread with a connection of their own, started at the first
      * commit, so the write every request leads to never holds the event loop
-     * (src/storage/sqlite-commit-thread.ts). Ignored on PostgreSQL and for an in-memory database.
+     * (src/storage/sqlite-commit-thread.ts); the broadcast events are built there too
+     * (src/broadcast/outbox-build.ts). Ignored on PostgreSQL and for an in-memory database.
      */
     sqlite_commit_thread: Type.Boolean(),
     /**

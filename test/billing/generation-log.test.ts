@@ -572,6 +572,28 @@ for (const { name, thread, commitThread } of backend.isPostgres ? MODES.slice(0,
         assert.deepEqual(lines.warn, []);
       });
 
+    if (thread || commitThread)
+      it('builds the rows here when a commit that was to build them failed: sources the thread cannot take hold nothing up', async () => {
+        const { logger, lines } = captureLogger();
+        log = createGenerationLog({ storage, logger });
+        // A function cannot be copied to another thread: the commit fails before it begins.
+        const input = generation({ metadata: { team: 'search', callback: () => 1 } as never });
+        const builder = sourcedBuilder(input, { owner: 'worker-1' });
+        log.record(input, builder);
+        await waitFor(() => log?.pending() === 0);
+        assert.equal(await storedCount(storage), 1);
+        const rows = await storage.db.selectFrom('broadcast_outbox').select('generation_id').execute();
+        assert.deepEqual(
+          rows.map((row) => row.generation_id),
+          [input.id],
+        );
+        assert.equal(builder.calls, 1);
+        assert.deepEqual(
+          lines.warn.map((line) => line.message),
+          ['generation records not written; kept queued, retrying'],
+        );
+      });
+
     it('close() gives up on a database that stays away after its timeout, saying how many records are lost', async () => {
       const probe = instrumented(storage);
       const { logger, lines } = captureLogger();
