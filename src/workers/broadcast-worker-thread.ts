@@ -61,6 +61,13 @@ const RESTART_DELAY_MS = 1_000;
 const MAX_RESTART_DELAY_MS = 60_000;
 /** How long `stop` waits for the thread to hand its events back before it is terminated. */
 const STOP_GRACE_MS = 10_000;
+/**
+ * The most handed-over event ids remembered for the next thread (see `remember`): a lease's worth
+ * at a few hundred generations a second, a few megabytes at most.
+ */
+const MAX_REMEMBERED = 50_000;
+/** Below this many remembered ids none is dropped (pruning runs when the list has doubled since). */
+const PRUNE_FROM = 1_000;
 
 /**
  * The broadcast worker (broadcast-worker.ts) run in a worker thread of its own, with its own
@@ -86,6 +93,8 @@ export function createThreadedBroadcastWorker(options: {
   bus?: ChangeBus;
   /** Tests name the instance; otherwise a random id. */
   owner?: string;
+  /** Told of each thread started (tests stop one to see its events handed to the next). */
+  onThreadStart?: (thread: Worker) => void;
 }) {
   const { logger } = options;
   const owner = options.owner ?? `worker-${randomUUID()}`;
@@ -109,6 +118,43 @@ export function createThreadedBroadcastWorker(options: {
   let nextDrain = 1;
   const drains = new Map<number, () => void>();
   let onStopped: (() => void) | null = null;
+  /**
+   * The events handed to the running thread (or while none ran), by id: if the thread stops
+   * unasked, those it had not settled are still leased to this worker, and the next thread is
+   * handed them at its start (it reads back those still leased here, skipping the rest) instead of
+   * waiting for their leases to end; events handed before the first start go to the first thread
+   * so. Events a thread claimed from the database still wait for their leases.
+   */
+  let rememberedIds: string[] = [];
+  /** When each was handed (epoch ms), in the same order. */
+  let rememberedAt: number[] = [];
+  /** The length at which the next `remember` drops what a lease no longer covers. */
+  let pruneAt = PRUNE_FROM;
+
+  /** Drops the ids handed longer ago than a lease: any worker may claim those already. */
+  function forgetExpired(now: number): void {
+    const since = now - options.settings.lease_ms;
+    let first = 0;
+    while (first < rememberedAt.length && (rememberedAt[first] as number) <= since) first += 1;
+    if (first === 0) return;
+    rememberedIds = rememberedIds.slice(first);
+    rememberedAt = rememberedAt.slice(first);
+  }
+
+  function remember(ids: readonly string[]): void {
+    const now = Date.now();
+    for (const id of ids) {
+      rememberedIds.push(id);
+      rememberedAt.push(now);
+    }
+    if (rememberedIds.length < pruneAt) return;
+    forgetExpired(now);
+    if (rememberedIds.length > MAX_REMEMBERED) {
+      rememberedIds = rememberedIds.slice(-MAX_REMEMBERED / 2);
+      rememberedAt = rememberedAt.slice(-MAX_REMEMBERED / 2);
+    }
+    pruneAt = Math.max(PRUNE_FROM, rememberedIds.length * 2);
+  }
 
   function post(message: WorkerThreadMessage): void {
     try {
@@ -122,6 +168,7 @@ export function createThreadedBroadcastWorker(options: {
   function startThread(): void {
     const current = startModuleThread(import.meta.url, 'broadcast-worker-thread-entry', data);
     thread = current;
+    options.onThreadStart?.(current);
     const startedAt = Date.now();
     current.on('message', (reply: WorkerThreadReply) => {
       switch (reply.kind) {
@@ -153,6 +200,8 @@ export function createThreadedBroadcastWorker(options: {
     });
     current.on('exit', (code) => {
       if (thread === current) thread = null;
+      // What it held and had not settled is still leased here: kept for the next thread.
+      forgetExpired(Date.now());
       for (const resolve of drains.values()) resolve();
       drains.clear();
       onStopped?.();
@@ -175,13 +224,20 @@ export function createThreadedBroadcastWorker(options: {
     current.unref();
   }
 
-  /** Starts the thread at the first work: a gateway without broadcast never pays its memory. */
+  /**
+   * Starts the thread at the first work: a gateway without broadcast never pays its memory. A
+   * thread started after one stopped unasked is handed what that one held (see `remembered`).
+   */
   function ensureThread(): void {
     if (thread || stopping || restartTimer) return;
     if (lookTimer) clearTimeout(lookTimer);
     lookTimer = null;
     startThread();
     post({ kind: 'start' });
+    if (rememberedIds.length > 0) {
+      forgetExpired(Date.now());
+      post({ kind: 'acceptStored', rows: rememberedIds.map((id) => ({ id, leased_by: owner })) });
+    }
   }
 
   /** Until the thread runs: starts it if the outbox holds events, else looks again later. */
@@ -224,6 +280,7 @@ export function createThreadedBroadcastWorker(options: {
       if (mine.length === 0) return;
       // Not started (a CLI, or before listen): the leases end and the started thread claims them.
       if (started) ensureThread();
+      remember(mine.map((row) => row.id));
       post({ kind: 'accept', rows: mine });
     },
     /**
@@ -234,6 +291,7 @@ export function createThreadedBroadcastWorker(options: {
       const mine = rows.filter((row) => row.leased_by === owner);
       if (mine.length === 0) return;
       if (started) ensureThread();
+      remember(mine.map((row) => row.id));
       post({ kind: 'acceptStored', rows: mine });
     },
     /** Runs the thread's worker until nothing is in flight (see the worker's `drain`). */

@@ -1,6 +1,8 @@
 import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
+import type { Worker } from 'node:worker_threads';
 import { idempotencyKeyOf } from '../../src/broadcast/idempotency-key.js';
+import { createThreadedBroadcastWorker } from '../../src/workers/broadcast-worker-thread.js';
 import { isolatedDatabase, type TestApp } from '../helpers/test-app.js';
 import {
   chat,
@@ -220,5 +222,89 @@ describe('the broadcast worker thread at shutdown', () => {
       await hook.close();
       await database.drop();
     }
+  });
+});
+
+describe('the broadcast worker thread hands events on', () => {
+  const OWNER = 'worker-handed-on';
+  let gateway: TestApp;
+  const closers: Array<() => Promise<void>> = [];
+
+  before(async () => {
+    // No worker of the gateway's own: the test's worker is the only one.
+    gateway = await startBroadcastGateway({ broadcast: { worker_enabled: false } });
+    await setBroadcast(gateway, true);
+  });
+  after(async () => {
+    await gateway.close();
+  });
+  afterEach(async () => {
+    for (const close of closers.splice(0).reverse()) await close();
+    await gateway.services.storage.db.deleteFrom('broadcast_outbox').execute();
+    const listed = await gateway.request('GET', '/api/v1/observability/destinations');
+    for (const destination of listed.body.data) {
+      await gateway.request('DELETE', `/api/v1/observability/destinations/${destination.id}`);
+    }
+  });
+
+  /** One stored event, leased to OWNER for a minute as a group commit hands it over; its id. */
+  async function handedEvent(hook: Awaited<ReturnType<typeof startHookReceiver>>): Promise<string> {
+    await createWebhook(gateway, hook);
+    const app = await inferenceKey(gateway);
+    await chat(gateway, app.key);
+    await waitUntil('the event stored', async () => (await outboxRows(gateway)).length === 1);
+    const [row] = await outboxRows(gateway);
+    await gateway.services.storage.db
+      .updateTable('broadcast_outbox')
+      .set({ leased_by: OWNER, lease_until: new Date(Date.now() + 60_000).toISOString(), attempts: 1 })
+      .execute();
+    return String(row?.id);
+  }
+
+  function threadedWorker(threads: Worker[]) {
+    const worker = createThreadedBroadcastWorker({
+      storage: gateway.services.storage,
+      settings: { ...gateway.config.broadcast, lease_ms: 60_000, batch_linger_ms: 0 },
+      databaseUrl: gateway.config.database_url,
+      databaseSchema: gateway.config.database_schema,
+      masterKey: gateway.config.master_key,
+      logLevel: 'silent',
+      logger: { info: () => undefined, warn: () => undefined, error: () => undefined },
+      owner: OWNER,
+      onThreadStart: (thread) => threads.push(thread),
+    });
+    closers.push(() => worker.stop());
+    return worker;
+  }
+
+  it('to the next thread when one stops unasked: what it held goes out at once, not after its lease', async () => {
+    let hang = true;
+    const hook = await startHookReceiver(() => (hang ? 'hang' : { status: 200, body: {} }));
+    closers.push(() => hook.close());
+    const id = await handedEvent(hook);
+    const threads: Worker[] = [];
+    const worker = threadedWorker(threads);
+    worker.start();
+    worker.acceptStored([{ id, leased_by: OWNER }]);
+    await waitUntil('the first send under way', () => hook.deliveries().length === 1);
+    hang = false;
+    // The thread dies mid-send, its event still leased to this worker for a minute.
+    await threads[0]?.terminate();
+    await waitUntil('the event sent again by the next thread', () => hook.deliveries().length === 2);
+    await waitUntil('an empty outbox', async () => (await outboxRows(gateway)).length === 0);
+    assert.equal(threads.length, 2);
+    const keys = hook.deliveries().map((delivery) => delivery.headers['idempotency-key']);
+    assert.equal(keys[0], keys[1], 'sent again under the same idempotency key');
+  });
+
+  it('to the first thread when they were handed before the worker started', async () => {
+    const hook = await startHookReceiver();
+    closers.push(() => hook.close());
+    const id = await handedEvent(hook);
+    const worker = threadedWorker([]);
+    worker.acceptStored([{ id, leased_by: OWNER }]);
+    worker.start();
+    await waitUntil('the event delivered', () => hook.deliveries().length === 1);
+    await waitUntil('an empty outbox', async () => (await outboxRows(gateway)).length === 0);
   });
 });
