@@ -356,7 +356,8 @@ export function createGenerationLog(options: {
           }
           queue = batch.concat(queue);
           dropOldest();
-          if ((error as { code?: unknown }).code === OUTBOX_BUILDER_UNAVAILABLE && !builderUnavailable) {
+          const code = (error as { code?: unknown } | null | undefined)?.code;
+          if (code === OUTBOX_BUILDER_UNAVAILABLE && !builderUnavailable) {
             // Nothing was written: the batch goes again at once, its rows built here.
             builderUnavailable = true;
             logger.error(

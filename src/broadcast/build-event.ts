@@ -57,11 +57,22 @@ export interface EventRequest {
 export function eventRequestOf(request: Omit<GenerationRequest, 'model'>): EventRequest {
   return {
     instructions: request.instructions,
-    input: request.input.map((item) =>
-      item.type === 'message'
-        ? { ...item, content: item.content.filter((part) => part.type === 'text') }
-        : item,
-    ),
+    // What inputMessages reads, nothing more: no media (a tool result's images, base64 parts), no
+    // reasoning blocks (signatures), no cache marks on items.
+    input: request.input.map((item): GenerationRequest['input'][number] => {
+      switch (item.type) {
+        case 'message':
+          return {
+            type: 'message',
+            role: item.role,
+            content: item.content.filter((part) => part.type === 'text'),
+          };
+        case 'function-call':
+          return { type: 'function-call', callId: item.callId, name: item.name, arguments: item.arguments };
+        default:
+          return { type: 'function-call-output', callId: item.callId, output: item.output };
+      }
+    }),
     parameters: parametersOf(request),
     toolsOffered: request.tools?.length ?? 0,
   };
