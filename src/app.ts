@@ -58,7 +58,7 @@ import { isInMemorySqlite, openStorage, type Storage } from './storage/database.
 import type { BroadcastOutboxTable } from './storage/database-schema.js';
 import { initializeStorage } from './storage/initialize.js';
 import type { StoredOutboxRow } from './storage/sqlite-thread.js';
-import { type BroadcastWorker, createBroadcastWorker } from './workers/broadcast-worker.js';
+import { createBroadcastWorker } from './workers/broadcast-worker.js';
 import { createThreadedBroadcastWorker } from './workers/broadcast-worker-thread.js';
 
 export const API_PREFIX = '/api/v1';
@@ -282,10 +282,13 @@ export async function buildApp(options: BuildOptions): Promise<{
           logger,
         })
       : null;
-  const broadcastWorker: Pick<
-    BroadcastWorker,
-    'owner' | 'start' | 'accept' | 'acceptStored' | 'stop'
-  > | null = workerThread
+  const broadcastWorker: {
+    owner: string;
+    start(): void;
+    accept(rows: readonly BroadcastOutboxTable[]): void;
+    acceptStored(rows: readonly StoredOutboxRow[]): void;
+    stop(): Promise<void>;
+  } | null = workerThread
     ? createThreadedBroadcastWorker({
         storage: services.storage,
         settings: config.broadcast,

@@ -343,7 +343,14 @@ export function createGenerationLog(options: {
               'broadcast events could not be built; not sent',
             );
           }
-          if (outbox.rows.length > 0) options.onOutboxWritten?.(outbox.rows);
+          // A record stored before (a retry after a commit in doubt) had its events stored then:
+          // the rows built now for it were not, and are not handed over.
+          let written = outbox.rows;
+          if (commit.skipped.length > 0 && written.length > 0) {
+            const before = new Set(commit.skipped);
+            written = written.filter((row) => !before.has(row.generation_id));
+          }
+          if (written.length > 0) options.onOutboxWritten?.(written);
           if (commit.stored.length > 0) options.onOutboxStored?.(commit.stored);
         },
         (error: unknown) => {

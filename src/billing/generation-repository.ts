@@ -4,7 +4,7 @@ import { buildOutboxRows, type OutboxSources } from '../broadcast/outbox-build.j
 import { newId } from '../platform/ids.js';
 import type { Storage } from '../storage/database.js';
 import type { BroadcastOutboxTable, Database, GenerationTable } from '../storage/database-schema.js';
-import type { GenerationCommit } from '../storage/sqlite-thread.js';
+import type { GenerationCommit, StoredOutboxRow } from '../storage/sqlite-thread.js';
 import {
   createSqliteGenerationWriter,
   ledgerNote,
@@ -47,8 +47,8 @@ export function createGenerationRepository(storage: Storage) {
      * Writes the rows and bills them, with the broadcast rows given in `outbox` and those built from
      * `sources` (in the SQLite thread that runs the commit, or here). A row whose id is already
      * stored is skipped and not billed again, so retrying a batch whose commit was in doubt (the
-     * connection died after COMMIT) is safe. Answers how many rows were new and which built rows are
-     * leased to a worker. Rejects with code OUTBOX_BUILDER_UNAVAILABLE, writing nothing, when a
+     * connection died after COMMIT) is safe. Answers which records were skipped so and which rows
+     * built from `sources` are leased to a worker (those of skipped records left out). Rejects with code OUTBOX_BUILDER_UNAVAILABLE, writing nothing, when a
      * SQLite thread cannot load the builder: the caller builds the rows itself and tries again.
      */
     async writeBatch(
@@ -63,10 +63,16 @@ export function createGenerationRepository(storage: Storage) {
       // SQLite on this thread, its commits in a thread of their own: the same statements, run there.
       const committed = storage.commitThread?.writeGenerations(rows, at.toISOString(), outbox, sources);
       if (committed) return committed;
-      const result: GenerationCommit = { inserted: 0, stored: [], unbuilt: [] };
-      const events = sources.length === 0 ? outbox : outbox.concat(buildHere(sources, result));
-      result.inserted = await writeHere(rows, at, events);
-      return result;
+      const unbuilt: GenerationCommit['unbuilt'] = [];
+      const built = sources.length === 0 ? [] : buildHere(sources, at.getTime(), unbuilt);
+      const skipped = await writeHere(rows, at, built.length === 0 ? outbox : outbox.concat(built));
+      const before = new Set(skipped);
+      const stored: StoredOutboxRow[] = [];
+      for (const row of built) {
+        if (row.leased_by === null || row.lease_until === null || before.has(row.generation_id)) continue;
+        stored.push({ id: row.id, leased_by: row.leased_by, lease_until: row.lease_until });
+      }
+      return { skipped, stored, unbuilt };
     },
 
     async findById(id: string): Promise<GenerationRecordRow | null> {
@@ -75,28 +81,29 @@ export function createGenerationRepository(storage: Storage) {
     },
   };
 
-  /** The rows of `sources` built on this thread, noted in `result` as the SQLite thread notes them. */
-  function buildHere(sources: readonly OutboxSources[], result: GenerationCommit): BroadcastOutboxTable[] {
+  /** The rows of `sources` built on this thread (those that cannot be built noted in `unbuilt`). */
+  function buildHere(
+    sources: readonly OutboxSources[],
+    nowMs: number,
+    unbuilt: GenerationCommit['unbuilt'],
+  ): BroadcastOutboxTable[] {
     const built: BroadcastOutboxTable[] = [];
     for (const source of sources) {
       try {
-        for (const row of buildOutboxRows(source)) {
-          built.push(row);
-          if (row.leased_by !== null) result.stored.push({ id: row.id, leased_by: row.leased_by });
-        }
+        for (const row of buildOutboxRows(source, nowMs)) built.push(row);
       } catch (error) {
-        result.unbuilt.push({ id: source.event.record.id, message: (error as Error).message });
+        unbuilt.push({ id: source.event.record.id, message: (error as Error).message });
       }
     }
     return built;
   }
 
-  /** The group commit on this thread's connection. */
+  /** The group commit on this thread's connection; answers the ids of the records already stored. */
   async function writeHere(
     rows: readonly GenerationRecordRow[],
     at: Date,
     outbox: readonly BroadcastOutboxTable[],
-  ): Promise<number> {
+  ): Promise<string[]> {
     // SQLite on this thread: one synchronous transaction of prepared statements, unless the query
     // builder has a transaction open on the same connection (then its path waits for it).
     if (direct && !storage.sqlite?.inTransaction) return direct(rows, at.toISOString(), outbox);
@@ -162,7 +169,7 @@ export function createGenerationRepository(storage: Storage) {
           })
           .execute();
       }
-      return inserted.size;
+      return rows.filter((row) => !inserted.has(row.id)).map((row) => row.id);
     });
   }
 }

@@ -114,7 +114,7 @@ export function createSqliteGenerationWriter(raw: SqliteConnection) {
      on conflict (generation_id, destination_id) do nothing`,
   );
   const write = raw.transaction(
-    (rows: readonly GenerationTable[], at: string, outbox: readonly BroadcastOutboxTable[]): number => {
+    (rows: readonly GenerationTable[], at: string, outbox: readonly BroadcastOutboxTable[]): string[] => {
       const columns = Object.keys(rows[0] ?? {}) as Array<keyof GenerationTable>;
       const signature = columns.join(',');
       let insert = insertStatements.get(signature);
@@ -125,8 +125,10 @@ export function createSqliteGenerationWriter(raw: SqliteConnection) {
         insertStatements.set(signature, insert);
       }
       const billed: GenerationTable[] = [];
+      const skipped: string[] = [];
       for (const row of rows) {
         if (insert.run(columns.map((column) => row[column])).changes === 1) billed.push(row);
+        else skipped.push(row.id);
       }
       if (outbox.length > 0) {
         // Broadcast events travel with their generation: only a record written now adds its events.
@@ -150,11 +152,12 @@ export function createSqliteGenerationWriter(raw: SqliteConnection) {
       }
       const creditNanos = billed.reduce((sum, row) => (row.is_byok === 1 ? sum : sum + row.cost_nanos), 0);
       if (creditNanos > 0) addLedger.run(crypto.randomUUID(), creditNanos, ledgerNote(billed.length), at);
-      return billed.length;
+      return skipped;
     },
   );
-  return (rows: readonly GenerationTable[], at: string, outbox: readonly BroadcastOutboxTable[]): number =>
-    rows.length === 0 ? 0 : write.immediate(rows, at, outbox);
+  /** Returns the ids of the records already stored (skipped, not billed, their events not added). */
+  return (rows: readonly GenerationTable[], at: string, outbox: readonly BroadcastOutboxTable[]): string[] =>
+    rows.length === 0 ? [] : write.immediate(rows, at, outbox);
 }
 
 export type SqliteGenerationWriter = ReturnType<typeof createSqliteGenerationWriter>;

@@ -13,8 +13,6 @@ export interface OutboxSources {
   /** The workspace's destinations when the generation ended. */
   targets: TargetSource[];
   event: EventSources;
-  /** Epoch milliseconds when the generation was recorded: the rows' creation, due and lease start. */
-  atMs: number;
   /** This instance's delivery worker and its lease length; null when it runs none. */
   lease: { owner: string; ms: number } | null;
   /** Keep the built event with each row for a worker sending from the same thread (`outboxRowsFor`). */
@@ -38,12 +36,14 @@ function compiledTarget(source: TargetSource): BroadcastTarget {
 }
 
 /**
- * A generation's outbox rows (see `outboxRowsFor`). `targets`: the compiled targets of
+ * A generation's outbox rows (see `outboxRowsFor`), created at `nowMs` (epoch milliseconds: the
+ * group commit that stores them, when their lease starts). `targets`: the compiled targets of
  * `sources.targets`, when the caller holds them (the request thread); otherwise they are made here,
  * their rules compiled once per thread.
  */
 export function buildOutboxRows(
   sources: OutboxSources,
+  nowMs: number,
   targets: readonly BroadcastTarget[] = sources.targets.map(compiledTarget),
 ): BroadcastOutboxTable[] {
   const { record } = sources.event;
@@ -53,10 +53,8 @@ export function buildOutboxRows(
     keyHash: record.key_hash,
     workspaceId: record.workspace_id,
     region: sources.event.region,
-    now: new Date(sources.atMs),
-    lease: sources.lease
-      ? { owner: sources.lease.owner, until: new Date(sources.atMs + sources.lease.ms) }
-      : null,
+    now: new Date(nowMs),
+    lease: sources.lease ? { owner: sources.lease.owner, until: new Date(nowMs + sources.lease.ms) } : null,
     keepEvent: sources.keepEvent,
   });
 }

@@ -2,6 +2,7 @@ import { sql } from 'kysely';
 import { sliceWhole } from '../platform/whole-characters.js';
 import type { Storage } from '../storage/database.js';
 import type { BroadcastOutboxTable, ObservabilityDestinationTable } from '../storage/database-schema.js';
+import type { StoredOutboxRow } from '../storage/sqlite-thread.js';
 
 /** A row's status as listed and counted: a fan-out row is pending (for each destination it lists). */
 export const listedStatus = sql<
@@ -92,11 +93,15 @@ export function createOutboxRepository(storage: Storage) {
     },
 
     /**
-     * The rows of `ids` still leased to `owner`: those a group commit stored for this worker, read
-     * back by the worker (a SQLite thread built them; see `GenerationLog`'s `onOutboxStored`).
+     * The rows a group commit stored for this worker, read back by the worker (a SQLite thread built
+     * them; see `GenerationLog`'s `onOutboxStored`): those still leased to `owner` under the lease
+     * they were stored with. A row claimed again since (its lease ran out, and a claim, this
+     * worker's too, renewed it) belongs to that claim and is left out, so no row is held twice.
      */
-    async heldRows(ids: readonly string[], owner: string): Promise<BroadcastOutboxTable[]> {
-      const rows: BroadcastOutboxTable[] = [];
+    async heldRows(rows: readonly StoredOutboxRow[], owner: string): Promise<BroadcastOutboxTable[]> {
+      const leases = new Map(rows.map((row) => [row.id, row.lease_until]));
+      const ids = [...leases.keys()];
+      const held: BroadcastOutboxTable[] = [];
       for (let start = 0; start < ids.length; start += HELD_IDS_PER_READ) {
         const found = await db
           .selectFrom('broadcast_outbox')
@@ -104,9 +109,9 @@ export function createOutboxRepository(storage: Storage) {
           .where('id', 'in', ids.slice(start, start + HELD_IDS_PER_READ))
           .where('leased_by', '=', owner)
           .execute();
-        for (const row of found) rows.push(row);
+        for (const row of found) if (row.lease_until === leases.get(row.id)) held.push(row);
       }
-      return rows;
+      return held;
     },
 
     /** Delivered: the rows are done with. */

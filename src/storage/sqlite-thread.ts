@@ -35,12 +35,17 @@ type Request =
 export interface StoredOutboxRow {
   id: string;
   leased_by: string;
+  /** The lease it was stored with: a read back takes the row only while it still holds this one. */
+  lease_until: string;
 }
 
-/** What a group commit run in a SQLite thread answers. */
+/** What a group commit answers. */
 export interface GenerationCommit {
-  /** Records that were new (a retried batch skips those already stored). */
-  inserted: number;
+  /**
+   * The records already stored (a batch retried after a commit in doubt): skipped, not billed,
+   * and their events neither stored nor to be handed to a worker.
+   */
+  skipped: string[];
   /** The rows built here from `sources` and leased to a worker (those of new records only may exist). */
   stored: StoredOutboxRow[];
   /** Generations whose events could not be built (their records are stored without them). */
@@ -75,7 +80,7 @@ interface ThreadData {
 
 /** What the thread uses of the builder module. */
 interface OutboxBuilder {
-  buildOutboxRows(sources: OutboxSources): BroadcastOutboxTable[];
+  buildOutboxRows(sources: OutboxSources, nowMs: number): BroadcastOutboxTable[];
 }
 
 /**
@@ -119,7 +124,9 @@ function sqliteThreadMain(require: NodeJS.Require, data: ThreadData, port: Messa
   };
   const commit = (request: Extract<Request, { kind: 'writeGenerations' }>): GenerationCommit | ErrorData => {
     let outbox = request.outbox;
-    const stored: StoredOutboxRow[] = [];
+    const leased: StoredOutboxRow[] = [];
+    /** The generation of each leased row, in the same order. */
+    const leasedFor: string[] = [];
     const unbuilt: GenerationCommit['unbuilt'] = [];
     if (request.sources.length > 0) {
       if (!builder) {
@@ -131,11 +138,16 @@ function sqliteThreadMain(require: NodeJS.Require, data: ThreadData, port: Messa
         };
       }
       const built: BroadcastOutboxTable[] = [];
+      // The rows are stored (and their leases start) now, as rows built on the request thread are.
+      const nowMs = Date.parse(request.at);
       for (const sources of request.sources) {
         try {
-          for (const row of builder.buildOutboxRows(sources)) {
+          for (const row of builder.buildOutboxRows(sources, nowMs)) {
             built.push(row);
-            if (row.leased_by !== null) stored.push({ id: row.id, leased_by: row.leased_by });
+            if (row.leased_by !== null && row.lease_until !== null) {
+              leased.push({ id: row.id, leased_by: row.leased_by, lease_until: row.lease_until });
+              leasedFor.push(row.generation_id);
+            }
           }
         } catch (error) {
           // A builder that throws loses its events, not the record.
@@ -146,7 +158,12 @@ function sqliteThreadMain(require: NodeJS.Require, data: ThreadData, port: Messa
     }
     // Prepared at the first batch: the tables exist only once the migrations have run.
     writeGenerations ??= createSqliteGenerationWriter(connection);
-    return { inserted: writeGenerations(request.rows, request.at, outbox), stored, unbuilt };
+    const skipped = writeGenerations(request.rows, request.at, outbox);
+    if (skipped.length === 0) return { skipped, stored: leased, unbuilt };
+    // The events of a record stored before were not added: none of them is handed over.
+    const before = new Set(skipped);
+    const stored = leased.filter((_, index) => !before.has(leasedFor[index] as string));
+    return { skipped, stored, unbuilt };
   };
   const handle = (request: Request): void => {
     let reply: Reply;
@@ -162,7 +179,7 @@ function sqliteThreadMain(require: NodeJS.Require, data: ThreadData, port: Messa
       } else if (request.kind === 'writeGenerations') {
         const result = commit(request);
         reply =
-          'inserted' in result
+          'skipped' in result
             ? { id: request.id, ok: true, result }
             : { id: request.id, ok: false, error: result };
       } else {

@@ -66,7 +66,7 @@ const STOP_GRACE_MS = 10_000;
  * at a few hundred generations a second, a few megabytes at most.
  */
 const MAX_REMEMBERED = 50_000;
-/** Below this many remembered ids none is dropped (pruning runs when the list has doubled since). */
+/** Below this many remembered events none is dropped (pruning runs when the list has doubled since). */
 const PRUNE_FROM = 1_000;
 
 /**
@@ -119,41 +119,31 @@ export function createThreadedBroadcastWorker(options: {
   const drains = new Map<number, () => void>();
   let onStopped: (() => void) | null = null;
   /**
-   * The events handed to the running thread (or while none ran), by id: if the thread stops
-   * unasked, those it had not settled are still leased to this worker, and the next thread is
-   * handed them at its start (it reads back those still leased here, skipping the rest) instead of
-   * waiting for their leases to end; events handed before the first start go to the first thread
-   * so. Events a thread claimed from the database still wait for their leases.
+   * The events handed to the running thread (or while none ran), by id and lease: if the thread
+   * stops unasked, those it had not settled are still leased to this worker, and the next thread is
+   * handed them at its start (it reads back those still under the lease they were handed with,
+   * skipping the rest) instead of waiting for their leases to end; events handed before the first
+   * start go to the first thread so. Events a thread claimed from the database still wait for their
+   * leases. Kept in the order handed, which is about the order their leases end.
    */
-  let rememberedIds: string[] = [];
-  /** When each was handed (epoch ms), in the same order. */
-  let rememberedAt: number[] = [];
-  /** The length at which the next `remember` drops what a lease no longer covers. */
+  let remembered: StoredOutboxRow[] = [];
+  /** The length at which the next `remember` drops the entries whose lease has ended. */
   let pruneAt = PRUNE_FROM;
 
-  /** Drops the ids handed longer ago than a lease: any worker may claim those already. */
-  function forgetExpired(now: number): void {
-    const since = now - options.settings.lease_ms;
+  /** Drops the entries whose lease has ended: any worker may claim those already. */
+  function forgetExpired(): void {
+    const now = Date.now();
     let first = 0;
-    while (first < rememberedAt.length && (rememberedAt[first] as number) <= since) first += 1;
-    if (first === 0) return;
-    rememberedIds = rememberedIds.slice(first);
-    rememberedAt = rememberedAt.slice(first);
+    while (first < remembered.length && Date.parse(remembered[first]?.lease_until ?? '') <= now) first += 1;
+    if (first > 0) remembered = remembered.slice(first);
   }
 
-  function remember(ids: readonly string[]): void {
-    const now = Date.now();
-    for (const id of ids) {
-      rememberedIds.push(id);
-      rememberedAt.push(now);
-    }
-    if (rememberedIds.length < pruneAt) return;
-    forgetExpired(now);
-    if (rememberedIds.length > MAX_REMEMBERED) {
-      rememberedIds = rememberedIds.slice(-MAX_REMEMBERED / 2);
-      rememberedAt = rememberedAt.slice(-MAX_REMEMBERED / 2);
-    }
-    pruneAt = Math.max(PRUNE_FROM, rememberedIds.length * 2);
+  function remember(rows: readonly StoredOutboxRow[]): void {
+    for (const row of rows) remembered.push(row);
+    if (remembered.length < pruneAt) return;
+    forgetExpired();
+    if (remembered.length > MAX_REMEMBERED) remembered = remembered.slice(-MAX_REMEMBERED / 2);
+    pruneAt = Math.max(PRUNE_FROM, remembered.length * 2);
   }
 
   function post(message: WorkerThreadMessage): void {
@@ -201,7 +191,7 @@ export function createThreadedBroadcastWorker(options: {
     current.on('exit', (code) => {
       if (thread === current) thread = null;
       // What it held and had not settled is still leased here: kept for the next thread.
-      forgetExpired(Date.now());
+      forgetExpired();
       for (const resolve of drains.values()) resolve();
       drains.clear();
       onStopped?.();
@@ -234,10 +224,8 @@ export function createThreadedBroadcastWorker(options: {
     lookTimer = null;
     startThread();
     post({ kind: 'start' });
-    if (rememberedIds.length > 0) {
-      forgetExpired(Date.now());
-      post({ kind: 'acceptStored', rows: rememberedIds.map((id) => ({ id, leased_by: owner })) });
-    }
+    forgetExpired();
+    if (remembered.length > 0) post({ kind: 'acceptStored', rows: remembered });
   }
 
   /** Until the thread runs: starts it if the outbox holds events, else looks again later. */
@@ -280,7 +268,11 @@ export function createThreadedBroadcastWorker(options: {
       if (mine.length === 0) return;
       // Not started (a CLI, or before listen): the leases end and the started thread claims them.
       if (started) ensureThread();
-      remember(mine.map((row) => row.id));
+      remember(
+        mine.flatMap((row) =>
+          row.lease_until === null ? [] : [{ id: row.id, leased_by: owner, lease_until: row.lease_until }],
+        ),
+      );
       post({ kind: 'accept', rows: mine });
     },
     /**
@@ -291,7 +283,7 @@ export function createThreadedBroadcastWorker(options: {
       const mine = rows.filter((row) => row.leased_by === owner);
       if (mine.length === 0) return;
       if (started) ensureThread();
-      remember(mine.map((row) => row.id));
+      remember(mine);
       post({ kind: 'acceptStored', rows: mine });
     },
     /** Runs the thread's worker until nothing is in flight (see the worker's `drain`). */

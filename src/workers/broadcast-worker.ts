@@ -788,9 +788,10 @@ export function createBroadcastWorker(options: {
 
   /**
    * Takes the rows a group commit just stored. Those leased to this worker are delivered from
-   * memory; beyond MAX_HANDOFF_ROWS, or once stopped, they are handed back to the database.
+   * memory; beyond MAX_HANDOFF_ROWS, or once stopped, they are handed back to the database (the
+   * promise settles once they are).
    */
-  function accept(rows: readonly BroadcastOutboxTable[]): void {
+  function accept(rows: readonly BroadcastOutboxTable[]): Promise<void> {
     const overflow: string[] = [];
     const now = clock.now().getTime();
     for (const row of rows) {
@@ -803,22 +804,24 @@ export function createBroadcastWorker(options: {
         enqueue(outbox.open([row]), now);
       }
     }
-    if (overflow.length > 0) {
-      outbox.release(overflow, owner).catch((error: unknown) => {
-        // Their leases expire and any worker claims them then.
-        logger.warn(
-          { err: error, events: overflow.length },
-          'broadcast events not handed back; they wait for their lease',
-        );
-      });
-    }
-    if (!started || stopped) return;
+    const handedBack =
+      overflow.length === 0
+        ? Promise.resolve()
+        : outbox.release(overflow, owner).catch((error: unknown) => {
+            // Their leases expire and any worker claims them then.
+            logger.warn(
+              { err: error, events: overflow.length },
+              'broadcast events not handed back; they wait for their lease',
+            );
+          });
+    if (!started || stopped) return handedBack;
     // Nothing ready yet: the timer is brought forward to the first queue's end of linger rather
     // than running a pass per commit that would find nothing to send.
     const due = firstReady(now);
     if (due <= now) void loop();
     else if (due !== Number.POSITIVE_INFINITY && !looping && (timer === null || timerDue > due))
       schedule(due - now);
+    return handedBack;
   }
 
   return {
@@ -835,19 +838,20 @@ export function createBroadcastWorker(options: {
     accept,
     /**
      * Takes the rows a SQLite thread built and stored at a group commit, by id: those leased to
-     * this worker are read back (in the order their commits came) and taken as `accept` takes them.
-     * A read that fails leaves them to their lease, after which a claim finds them.
+     * this worker are read back (in the order their commits came; only while they hold the lease
+     * they were stored with) and taken as `accept` takes them. A read that fails leaves them to
+     * their lease, after which a claim finds them.
      */
     acceptStored(stored: readonly StoredOutboxRow[]) {
-      const ids: string[] = [];
-      for (const row of stored) if (row.leased_by === owner) ids.push(row.id);
-      if (ids.length === 0) return;
+      const mine = stored.filter((row) => row.leased_by === owner);
+      if (mine.length === 0) return;
       reading = reading
-        .then(() => repository.heldRows(ids, owner))
-        .then(accept, (error: unknown) => {
+        .then(() => repository.heldRows(mine, owner))
+        .then((rows) => accept(rows))
+        .catch((error: unknown) => {
           logger.warn(
-            { err: error, events: ids.length },
-            'broadcast events stored for this worker not read back; they wait for their lease',
+            { err: error, events: mine.length },
+            'broadcast events stored for this worker not taken; they wait for their lease',
           );
         });
     },

@@ -158,7 +158,6 @@ function sourcedBuilder(
       startedAtMs: Date.parse(input.created_at),
       endedAtMs: Date.parse(input.created_at) + input.latency_ms,
     },
-    atMs: Date.now(),
     lease: { owner: options.owner, ms: 60_000 },
     keepEvent: false,
   };
@@ -169,7 +168,7 @@ function sourcedBuilder(
     sources,
     build: () => {
       builder.calls += 1;
-      return buildOutboxRows(sources);
+      return buildOutboxRows(sources, Date.now());
     },
   };
   return builder;
@@ -309,6 +308,8 @@ for (const { name, thread, commitThread } of backend.isPostgres ? MODES.slice(0,
         assert.equal(row.destination_id, '11111111-1111-4111-8111-111111111111');
       }
       const inThread = storage.sqliteThread !== null || storage.commitThread !== null;
+      // The commit went to the thread (a commit thread that could not start leaves it here).
+      if (storage.commitThread) assert.equal(storage.commitThread.started(), true);
       assert.deepEqual(
         builders.map((builder) => builder.calls),
         inThread ? [0, 0] : [1, 1],
@@ -317,6 +318,34 @@ for (const { name, thread, commitThread } of backend.isPostgres ? MODES.slice(0,
       // Built in the thread, the rows reach the worker by id; built here, as the objects.
       assert.deepEqual(stored.sort(), inThread ? ids.map((id) => `${id} worker-1`) : []);
       assert.deepEqual(written.sort(), inThread ? [] : ids);
+    });
+
+    it('hands over no event of a record stored before (a batch retried after a commit in doubt)', async () => {
+      const written: string[] = [];
+      const stored: string[] = [];
+      log = createGenerationLog({
+        storage,
+        logger: captureLogger().logger,
+        onOutboxWritten: (rows) => written.push(...rows.map((row) => row.generation_id)),
+        onOutboxStored: (rows) => stored.push(...rows.map((row) => row.id)),
+      });
+      const input = generation();
+      log.record(input);
+      await log.flush();
+      // The same record again, now with its events: they were stored with it or not at all.
+      log.record(input, sourcedBuilder(input, { owner: 'worker-1' }));
+      const fresh = generation();
+      log.record(fresh, sourcedBuilder(fresh, { owner: 'worker-1' }));
+      await log.flush();
+      const rows = await storage.db.selectFrom('broadcast_outbox').select(['id', 'generation_id']).execute();
+      assert.deepEqual(
+        rows.map((row) => row.generation_id),
+        [fresh.id],
+      );
+      // Only the new record's row reaches the worker, however it was built.
+      assert.deepEqual([...written, ...stored.map(() => fresh.id)], [fresh.id]);
+      if (stored.length > 0) assert.deepEqual(stored, [rows[0]?.id]);
+      assert.equal(await storedCount(storage), 2);
     });
 
     it('stores the record without its events when they cannot be built, saying so', async () => {

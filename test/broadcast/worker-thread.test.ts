@@ -2,6 +2,7 @@ import assert from 'node:assert/strict';
 import { after, afterEach, before, describe, it } from 'node:test';
 import type { Worker } from 'node:worker_threads';
 import { idempotencyKeyOf } from '../../src/broadcast/idempotency-key.js';
+import type { StoredOutboxRow } from '../../src/storage/sqlite-thread.js';
 import { createThreadedBroadcastWorker } from '../../src/workers/broadcast-worker-thread.js';
 import { isolatedDatabase, type TestApp } from '../helpers/test-app.js';
 import {
@@ -133,6 +134,12 @@ describe('the broadcast worker in its own thread', () => {
     }
     const [delivery] = hook.deliveries();
     assert.ok(delivery && String(spanAttributes(delivery)['gen_ai.prompt']).includes('built elsewhere'));
+    const { storage } = gateway.services;
+    if (storage.kind === 'sqlite')
+      assert.ok(
+        storage.sqliteThread !== null || storage.commitThread?.started(),
+        'a SQLite thread committed',
+      );
     // PostgreSQL commits on this thread's pool: the rows are built here and handed over whole.
     assert.deepEqual(
       handed,
@@ -247,18 +254,19 @@ describe('the broadcast worker thread hands events on', () => {
     }
   });
 
-  /** One stored event, leased to OWNER for a minute as a group commit hands it over; its id. */
-  async function handedEvent(hook: Awaited<ReturnType<typeof startHookReceiver>>): Promise<string> {
+  /** One stored event, leased to OWNER for a minute as a group commit hands it over. */
+  async function handedEvent(hook: Awaited<ReturnType<typeof startHookReceiver>>): Promise<StoredOutboxRow> {
     await createWebhook(gateway, hook);
     const app = await inferenceKey(gateway);
     await chat(gateway, app.key);
     await waitUntil('the event stored', async () => (await outboxRows(gateway)).length === 1);
     const [row] = await outboxRows(gateway);
+    const lease = new Date(Date.now() + 60_000).toISOString();
     await gateway.services.storage.db
       .updateTable('broadcast_outbox')
-      .set({ leased_by: OWNER, lease_until: new Date(Date.now() + 60_000).toISOString(), attempts: 1 })
+      .set({ leased_by: OWNER, lease_until: lease, attempts: 1 })
       .execute();
-    return String(row?.id);
+    return { id: String(row?.id), leased_by: OWNER, lease_until: lease };
   }
 
   function threadedWorker(threads: Worker[]) {
@@ -281,11 +289,11 @@ describe('the broadcast worker thread hands events on', () => {
     let hang = true;
     const hook = await startHookReceiver(() => (hang ? 'hang' : { status: 200, body: {} }));
     closers.push(() => hook.close());
-    const id = await handedEvent(hook);
+    const handed = await handedEvent(hook);
     const threads: Worker[] = [];
     const worker = threadedWorker(threads);
     worker.start();
-    worker.acceptStored([{ id, leased_by: OWNER }]);
+    worker.acceptStored([handed]);
     await waitUntil('the first send under way', () => hook.deliveries().length === 1);
     hang = false;
     // The thread dies mid-send, its event still leased to this worker for a minute.
@@ -295,16 +303,38 @@ describe('the broadcast worker thread hands events on', () => {
     assert.equal(threads.length, 2);
     const keys = hook.deliveries().map((delivery) => delivery.headers['idempotency-key']);
     assert.equal(keys[0], keys[1], 'sent again under the same idempotency key');
+    // Nothing more: the next thread holds it once.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.equal(hook.deliveries().length, 2);
   });
 
   it('to the first thread when they were handed before the worker started', async () => {
     const hook = await startHookReceiver();
     closers.push(() => hook.close());
-    const id = await handedEvent(hook);
+    const handed = await handedEvent(hook);
     const worker = threadedWorker([]);
-    worker.acceptStored([{ id, leased_by: OWNER }]);
+    worker.acceptStored([handed]);
     worker.start();
     await waitUntil('the event delivered', () => hook.deliveries().length === 1);
     await waitUntil('an empty outbox', async () => (await outboxRows(gateway)).length === 0);
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.equal(hook.deliveries().length, 1);
+  });
+
+  it('only while it holds the lease it was handed with: an event claimed again since is left to that claim', async () => {
+    const hook = await startHookReceiver();
+    closers.push(() => hook.close());
+    const handed = await handedEvent(hook);
+    // Claimed again meanwhile (its lease ran out and a claim renewed it): not this hand-over's.
+    await gateway.services.storage.db
+      .updateTable('broadcast_outbox')
+      .set({ lease_until: new Date(Date.now() + 120_000).toISOString() })
+      .execute();
+    const worker = threadedWorker([]);
+    worker.start();
+    worker.acceptStored([handed]);
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    assert.equal(hook.deliveries().length, 0);
+    assert.equal((await outboxRows(gateway)).length, 1);
   });
 });

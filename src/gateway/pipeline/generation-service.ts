@@ -851,7 +851,6 @@ export function createGenerationService(options: {
         startedAtMs: atMs - record.latency_ms,
         endedAtMs: atMs,
       },
-      atMs,
       lease: options.broadcastWorker
         ? { owner: options.broadcastWorker, ms: config.broadcast.lease_ms }
         : null,
@@ -866,7 +865,7 @@ export function createGenerationService(options: {
     return {
       weight: prepared.prompt.bytes + (output?.text.length ?? 0),
       rows: targets.length,
-      build: () => buildOutboxRows(sources, targets),
+      build: () => buildOutboxRows(sources, clock.now().getTime(), targets),
       sources: plain && !sources.keepEvent ? sources : undefined,
     };
   }
