@@ -1,10 +1,10 @@
 import { CompiledQuery, type Kysely, sql } from 'kysely';
 import { addDailyUsage } from '../admin/keys/key-repository.js';
-import { buildOutboxRows, type OutboxSources } from '../broadcast/outbox-build.js';
+import { buildOutboxBatch, leasedRows, type OutboxSources } from '../broadcast/outbox-build.js';
 import { newId } from '../platform/ids.js';
 import type { Storage } from '../storage/database.js';
 import type { BroadcastOutboxTable, Database, GenerationTable } from '../storage/database-schema.js';
-import type { GenerationCommit, StoredOutboxRow } from '../storage/sqlite-thread.js';
+import type { GenerationCommit } from '../storage/sqlite-thread.js';
 import {
   createSqliteGenerationWriter,
   ledgerNote,
@@ -63,16 +63,9 @@ export function createGenerationRepository(storage: Storage) {
       // SQLite on this thread, its commits in a thread of their own: the same statements, run there.
       const committed = storage.commitThread?.writeGenerations(rows, at.toISOString(), outbox, sources);
       if (committed) return committed;
-      const unbuilt: GenerationCommit['unbuilt'] = [];
-      const built = sources.length === 0 ? [] : buildHere(sources, at.getTime(), unbuilt);
+      const { rows: built, unbuilt } = buildOutboxBatch(sources, at.getTime());
       const skipped = await writeHere(rows, at, built.length === 0 ? outbox : outbox.concat(built));
-      const before = new Set(skipped);
-      const stored: StoredOutboxRow[] = [];
-      for (const row of built) {
-        if (row.leased_by === null || row.lease_until === null || before.has(row.generation_id)) continue;
-        stored.push({ id: row.id, leased_by: row.leased_by, lease_until: row.lease_until });
-      }
-      return { skipped, stored, unbuilt };
+      return { skipped, stored: leasedRows(built, skipped), unbuilt };
     },
 
     async findById(id: string): Promise<GenerationRecordRow | null> {
@@ -80,23 +73,6 @@ export function createGenerationRepository(storage: Storage) {
       return row ?? null;
     },
   };
-
-  /** The rows of `sources` built on this thread (those that cannot be built noted in `unbuilt`). */
-  function buildHere(
-    sources: readonly OutboxSources[],
-    nowMs: number,
-    unbuilt: GenerationCommit['unbuilt'],
-  ): BroadcastOutboxTable[] {
-    const built: BroadcastOutboxTable[] = [];
-    for (const source of sources) {
-      try {
-        for (const row of buildOutboxRows(source, nowMs)) built.push(row);
-      } catch (error) {
-        unbuilt.push({ id: source.event.record.id, message: (error as Error).message });
-      }
-    }
-    return built;
-  }
 
   /** The group commit on this thread's connection; answers the ids of the records already stored. */
   async function writeHere(

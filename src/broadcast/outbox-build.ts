@@ -1,4 +1,5 @@
 import type { BroadcastOutboxTable } from '../storage/database-schema.js';
+import type { GenerationCommit, StoredOutboxRow } from '../storage/sqlite-thread.js';
 import { buildBroadcastEvent, type EventSources } from './build-event.js';
 import { type BroadcastTarget, type TargetSource, targetOf } from './destination-rules.js';
 import { outboxRowsFor } from './outbox-events.js';
@@ -57,4 +58,45 @@ export function buildOutboxRows(
     lease: sources.lease ? { owner: sources.lease.owner, until: new Date(nowMs + sources.lease.ms) } : null,
     keepEvent: sources.keepEvent,
   });
+}
+
+/**
+ * The rows of a batch's generations, created at `nowMs`. A generation whose rows cannot be built is
+ * noted in `unbuilt` and loses its events, not its record. What the SQLite thread that runs the
+ * commit and the request thread (when no thread does) both call.
+ */
+export function buildOutboxBatch(
+  sources: readonly OutboxSources[],
+  nowMs: number,
+): { rows: BroadcastOutboxTable[]; unbuilt: GenerationCommit['unbuilt'] } {
+  const rows: BroadcastOutboxTable[] = [];
+  const unbuilt: GenerationCommit['unbuilt'] = [];
+  for (const source of sources) {
+    try {
+      for (const row of buildOutboxRows(source, nowMs)) rows.push(row);
+    } catch (error) {
+      unbuilt.push({
+        id: source.event.record.id,
+        message: error instanceof Error ? error.message : String(error),
+      });
+    }
+  }
+  return { rows, unbuilt };
+}
+
+/**
+ * The built rows a worker is told of once they are stored: those leased to one, less those of the
+ * records the commit `skipped` (stored before, their events with them).
+ */
+export function leasedRows(
+  rows: readonly BroadcastOutboxTable[],
+  skipped: readonly string[],
+): StoredOutboxRow[] {
+  const before = new Set(skipped);
+  const leased: StoredOutboxRow[] = [];
+  for (const row of rows) {
+    if (row.leased_by === null || row.lease_until === null || before.has(row.generation_id)) continue;
+    leased.push({ id: row.id, leased_by: row.leased_by, lease_until: row.lease_until });
+  }
+  return leased;
 }

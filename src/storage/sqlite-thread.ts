@@ -6,7 +6,7 @@ import {
   ledgerNote,
   spendTotals,
 } from '../billing/sqlite-generation-writer.js';
-import type { OutboxSources } from '../broadcast/outbox-build.js';
+import type { buildOutboxBatch, leasedRows, OutboxSources } from '../broadcast/outbox-build.js';
 import { type ThreadModule, threadModule } from '../platform/module-thread.js';
 import type { BroadcastOutboxTable, GenerationTable } from './database-schema.js';
 import { cachingStatements, configureSqliteConnection, STATEMENT_CACHE_SIZE } from './sqlite-statements.js';
@@ -80,7 +80,8 @@ interface ThreadData {
 
 /** What the thread uses of the builder module. */
 interface OutboxBuilder {
-  buildOutboxRows(sources: OutboxSources, nowMs: number): BroadcastOutboxTable[];
+  buildOutboxBatch: typeof buildOutboxBatch;
+  leasedRows: typeof leasedRows;
 }
 
 /**
@@ -124,10 +125,8 @@ function sqliteThreadMain(require: NodeJS.Require, data: ThreadData, port: Messa
   };
   const commit = (request: Extract<Request, { kind: 'writeGenerations' }>): GenerationCommit | ErrorData => {
     let outbox = request.outbox;
-    const leased: StoredOutboxRow[] = [];
-    /** The generation of each leased row, in the same order. */
-    const leasedFor: string[] = [];
-    const unbuilt: GenerationCommit['unbuilt'] = [];
+    let built: BroadcastOutboxTable[] = [];
+    let unbuilt: GenerationCommit['unbuilt'] = [];
     if (request.sources.length > 0) {
       if (!builder) {
         return {
@@ -137,32 +136,14 @@ function sqliteThreadMain(require: NodeJS.Require, data: ThreadData, port: Messa
           code: 'SWITCHYARD_OUTBOX_BUILDER_UNAVAILABLE',
         };
       }
-      const built: BroadcastOutboxTable[] = [];
       // The rows are stored (and their leases start) now, as rows built on the request thread are.
-      const nowMs = Date.parse(request.at);
-      for (const sources of request.sources) {
-        try {
-          for (const row of builder.buildOutboxRows(sources, nowMs)) {
-            built.push(row);
-            if (row.leased_by !== null && row.lease_until !== null) {
-              leased.push({ id: row.id, leased_by: row.leased_by, lease_until: row.lease_until });
-              leasedFor.push(row.generation_id);
-            }
-          }
-        } catch (error) {
-          // A builder that throws loses its events, not the record.
-          unbuilt.push({ id: sources.event.record.id, message: errorData(error).message });
-        }
-      }
+      ({ rows: built, unbuilt } = builder.buildOutboxBatch(request.sources, Date.parse(request.at)));
       outbox = outbox.length > 0 ? outbox.concat(built) : built;
     }
     // Prepared at the first batch: the tables exist only once the migrations have run.
     writeGenerations ??= createSqliteGenerationWriter(connection);
     const skipped = writeGenerations(request.rows, request.at, outbox);
-    if (skipped.length === 0) return { skipped, stored: leased, unbuilt };
-    // The events of a record stored before were not added: none of them is handed over.
-    const before = new Set(skipped);
-    const stored = leased.filter((_, index) => !before.has(leasedFor[index] as string));
+    const stored = builder && built.length > 0 ? builder.leasedRows(built, skipped) : [];
     return { skipped, stored, unbuilt };
   };
   const handle = (request: Request): void => {
