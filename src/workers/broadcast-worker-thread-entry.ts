@@ -86,6 +86,7 @@ async function setUp() {
         },
         latency: (type, ms) => reply({ kind: 'latency', type, ms }),
       },
+      onClaimed: (rows) => reply({ kind: 'claimed', rows }),
     });
     return { worker, storage, http };
   } catch (error) {

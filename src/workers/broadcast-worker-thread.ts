@@ -41,6 +41,8 @@ export type WorkerThreadReply =
   | { kind: 'failed'; message: string }
   | { kind: 'count'; type: string; outcome: Outcome; events: number }
   | { kind: 'latency'; type: string; ms: number }
+  /** Rows a claim took from the database, under this lease: remembered as handed-over rows are. */
+  | { kind: 'claimed'; rows: StoredOutboxRow[] }
   /** What it lowered itself to, after its first batch. */
   | { kind: 'priority'; priority: LoweredPriority }
   | { kind: 'drained'; id: number }
@@ -119,12 +121,12 @@ export function createThreadedBroadcastWorker(options: {
   const drains = new Map<number, () => void>();
   let onStopped: (() => void) | null = null;
   /**
-   * The events handed to the running thread (or while none ran), by id and lease: if the thread
-   * stops unasked, those it had not settled are still leased to this worker, and the next thread is
-   * handed them at its start (it reads back those still under the lease they were handed with,
-   * skipping the rest) instead of waiting for their leases to end; events handed before the first
-   * start go to the first thread so. Events a thread claimed from the database still wait for their
-   * leases. Kept in the order handed, which is about the order their leases end.
+   * The events handed to the running thread (or while none ran), and those it claimed from the
+   * database (it tells of each claim), by id and lease: if the thread stops unasked, those it had not
+   * settled are still leased to this worker, and the next thread is handed them at its start (it
+   * reads back those still under the lease they were handed or claimed with, skipping the rest)
+   * instead of waiting for their leases to end; events handed before the first start go to the
+   * first thread so. Kept in the order handed, which is about the order their leases end.
    */
   let remembered: StoredOutboxRow[] = [];
   /** The length at which the next `remember` drops the entries whose lease has ended. */
@@ -168,6 +170,9 @@ export function createThreadedBroadcastWorker(options: {
         case 'latency':
           metrics?.latency(reply.type, reply.ms);
           return;
+        case 'claimed':
+          remember(reply.rows);
+          return;
         case 'priority':
           reportLoweredPriority(logger, 'broadcast worker thread', reply.priority);
           return;
@@ -196,7 +201,7 @@ export function createThreadedBroadcastWorker(options: {
       drains.clear();
       onStopped?.();
       if (stopping) return;
-      // Its events stay leased to this worker: the next thread claims them when the leases end.
+      // The next thread is handed what this one held (`remembered`) at its start.
       if (Date.now() - startedAt >= MAX_RESTART_DELAY_MS) restartDelay = RESTART_DELAY_MS;
       const delay = restartDelay;
       restartDelay = Math.min(restartDelay * 2, MAX_RESTART_DELAY_MS);

@@ -98,6 +98,11 @@ export function createBroadcastWorker(options: {
   bus?: ChangeBus;
   /** Where delivery counts and times go (the worker thread relays them); else registered on `registry`. */
   metrics?: WorkerMetrics;
+  /**
+   * Told of the rows each claim took from the database, with the lease it took them under (the
+   * worker thread relays them, so a thread that dies mid-send has them handed to the next).
+   */
+  onClaimed?: (rows: StoredOutboxRow[]) => void;
 }) {
   const { settings, clock, logger } = options;
   const deliverer = options.deliverer ?? createInProcessDeliverer(options.http);
@@ -366,6 +371,13 @@ export function createBroadcastWorker(options: {
         (fanOutLimit > 0 && claimedNow.fanOuts.length === fanOutLimit) ||
         backlogSignals !== signalsBefore;
       const stored = [...claimedNow.fanOuts, ...claimedNow.rows];
+      if (stored.length > 0 && options.onClaimed) {
+        options.onClaimed(
+          stored.flatMap((row) =>
+            row.lease_until === null ? [] : [{ id: row.id, leased_by: owner, lease_until: row.lease_until }],
+          ),
+        );
+      }
       // A fan-out row is claimed whoever its destinations are: its parts for a destination not to
       // be sent to now wait for it in memory, as handed-over rows do (or in the database while it
       // is paused), rather than split the row.

@@ -308,6 +308,33 @@ describe('the broadcast worker thread hands events on', () => {
     assert.equal(hook.deliveries().length, 2);
   });
 
+  it('to the next thread when one stops unasked: what it claimed from the database goes out at once too', async () => {
+    let hang = true;
+    const hook = await startHookReceiver(() => (hang ? 'hang' : { status: 200, body: {} }));
+    closers.push(() => hook.close());
+    await createWebhook(gateway, hook);
+    const app = await inferenceKey(gateway);
+    await chat(gateway, app.key);
+    // Stored without a lease (this gateway runs no worker): the thread finds it and claims it.
+    await waitUntil('the event stored', async () => (await outboxRows(gateway)).length === 1);
+    const threads: Worker[] = [];
+    const worker = threadedWorker(threads);
+    worker.start();
+    await waitUntil('the first send under way', () => hook.deliveries().length === 1);
+    const [claimed] = await outboxRows(gateway);
+    assert.equal(claimed?.leased_by, OWNER, 'claimed by the thread for a minute');
+    hang = false;
+    await threads[0]?.terminate();
+    // Within the wait's few seconds, not after the minute its lease has left.
+    await waitUntil('the event sent again by the next thread', () => hook.deliveries().length === 2);
+    await waitUntil('an empty outbox', async () => (await outboxRows(gateway)).length === 0);
+    assert.equal(threads.length, 2);
+    const keys = hook.deliveries().map((delivery) => delivery.headers['idempotency-key']);
+    assert.equal(keys[0], keys[1], 'sent again under the same idempotency key');
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.equal(hook.deliveries().length, 2);
+  });
+
   it('to the first thread when they were handed before the worker started', async () => {
     const hook = await startHookReceiver();
     closers.push(() => hook.close());
