@@ -51,7 +51,10 @@ export function createSqliteCommitThread(options: {
   onFailure?: (message: string) => void;
   /** Where the thread loads the broadcast row builder from (tests name one that cannot load). */
   outboxBuilder?: ThreadModule;
+  /** Starts the thread (tests give one that fails). */
+  start?: typeof startSqliteThread;
 }): SqliteCommitThread {
+  const start = options.start ?? startSqliteThread;
   let thread: Promise<SqliteThread> | null = null;
   let unavailableUntil = 0;
   let closed = false;
@@ -61,7 +64,7 @@ export function createSqliteCommitThread(options: {
       if (closed) return Promise.reject(new SqliteThreadStoppedError('the storage is closed'));
       if (!thread) {
         if (performance.now() < unavailableUntil) return null;
-        const starting = startSqliteThread({
+        const starting = start({
           path: options.path,
           onFailure: options.onFailure,
           outboxBuilder: options.outboxBuilder,

@@ -11,6 +11,7 @@ import {
 import { buildOutboxRows, type OutboxSources } from '../../src/broadcast/outbox-build.js';
 import { openStorage, type Storage } from '../../src/storage/database.js';
 import { initializeStorage } from '../../src/storage/initialize.js';
+import { createSqliteCommitThread } from '../../src/storage/sqlite-commit-thread.js';
 import { SAMPLE_KEY_HASH, SAMPLE_WORKSPACE, sampleGenerationRecord } from '../helpers/generation-record.js';
 import { backend, type IsolatedDatabase, isolatedDatabase } from '../helpers/test-app.js';
 
@@ -647,3 +648,65 @@ for (const { name, thread, commitThread } of backend.isPostgres ? MODES.slice(0,
       assert.equal(await storedCount(storage), 0);
     });
   });
+
+describe('generation log when the SQLite commit thread cannot start', {
+  skip: backend.isPostgres ? 'SQLite only' : false,
+}, () => {
+  it('commits on the event loop instead (32 broadcast rows a commit), says so, and tries again only after a minute', async () => {
+    const database = isolatedDatabase();
+    const opened = await openStorage({
+      url: database.settings.database_url,
+      schema: database.settings.database_schema,
+    });
+    const failures: string[] = [];
+    let starts = 0;
+    const storage: Storage = {
+      ...opened,
+      commitThread: createSqliteCommitThread({
+        path: 'never opened',
+        onFailure: (message) => failures.push(message),
+        start: async () => {
+          starts += 1;
+          throw new Error('no thread for this test');
+        },
+      }),
+    };
+    let log: GenerationLog | null = null;
+    try {
+      await initializeStorage({ storage, initialCreditsUsd: 0, now: new Date() });
+      const batches: number[] = [];
+      log = createGenerationLog({
+        storage,
+        logger: captureLogger().logger,
+        onOutboxWritten: (rows) => batches.push(rows.length),
+      });
+      const record = (count: number) => {
+        for (let index = 0; index < count; index += 1) {
+          const input = generation();
+          log?.record(input, fanOutBuilder(input, { destinations: 3, weight: 0 }));
+        }
+      };
+      // The first commit finds no thread and fails (flush says so); the log retries the batch,
+      // on this thread's connection.
+      record(30);
+      await assert.rejects(log.flush(), /no thread for this test/);
+      await waitFor(async () => (await storedCount(storage)) === 30);
+      assert.equal(starts, 1);
+      assert.equal(failures.length, 1);
+      assert.match(failures[0] ?? '', /could not start: no thread for this test/);
+      // Later commits stay on the event loop, ten records of three destinations each, with no
+      // new attempt to start the thread within the minute.
+      batches.length = 0;
+      record(60);
+      await log.flush();
+      assert.equal(await storedCount(storage), 90);
+      assert.deepEqual(batches, [10, 10, 10, 10, 10, 10]);
+      assert.equal(starts, 1);
+      assert.equal(storage.commitThread?.available(), false);
+    } finally {
+      await log?.close();
+      await storage.close();
+      await database.drop();
+    }
+  });
+});
