@@ -285,6 +285,25 @@ describe('the broadcast worker thread hands events on', () => {
     return worker;
   }
 
+  /**
+   * Terminates the first thread mid-send; the next one sends the event again within the wait's few
+   * seconds (not after the minute its lease has left), under the same key, and only once.
+   */
+  async function sentAgainAfterTermination(
+    threads: Worker[],
+    hook: Awaited<ReturnType<typeof startHookReceiver>>,
+  ): Promise<void> {
+    await threads[0]?.terminate();
+    await waitUntil('the event sent again by the next thread', () => hook.deliveries().length === 2);
+    await waitUntil('an empty outbox', async () => (await outboxRows(gateway)).length === 0);
+    assert.equal(threads.length, 2);
+    const keys = hook.deliveries().map((delivery) => delivery.headers['idempotency-key']);
+    assert.equal(keys[0], keys[1], 'sent again under the same idempotency key');
+    // Nothing more: the next thread holds it once.
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    assert.equal(hook.deliveries().length, 2);
+  }
+
   it('to the next thread when one stops unasked: what it held goes out at once, not after its lease', async () => {
     let hang = true;
     const hook = await startHookReceiver(() => (hang ? 'hang' : { status: 200, body: {} }));
@@ -297,15 +316,7 @@ describe('the broadcast worker thread hands events on', () => {
     await waitUntil('the first send under way', () => hook.deliveries().length === 1);
     hang = false;
     // The thread dies mid-send, its event still leased to this worker for a minute.
-    await threads[0]?.terminate();
-    await waitUntil('the event sent again by the next thread', () => hook.deliveries().length === 2);
-    await waitUntil('an empty outbox', async () => (await outboxRows(gateway)).length === 0);
-    assert.equal(threads.length, 2);
-    const keys = hook.deliveries().map((delivery) => delivery.headers['idempotency-key']);
-    assert.equal(keys[0], keys[1], 'sent again under the same idempotency key');
-    // Nothing more: the next thread holds it once.
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    assert.equal(hook.deliveries().length, 2);
+    await sentAgainAfterTermination(threads, hook);
   });
 
   it('to the next thread when one stops unasked: what it claimed from the database goes out at once too', async () => {
@@ -324,15 +335,7 @@ describe('the broadcast worker thread hands events on', () => {
     const [claimed] = await outboxRows(gateway);
     assert.equal(claimed?.leased_by, OWNER, 'claimed by the thread for a minute');
     hang = false;
-    await threads[0]?.terminate();
-    // Within the wait's few seconds, not after the minute its lease has left.
-    await waitUntil('the event sent again by the next thread', () => hook.deliveries().length === 2);
-    await waitUntil('an empty outbox', async () => (await outboxRows(gateway)).length === 0);
-    assert.equal(threads.length, 2);
-    const keys = hook.deliveries().map((delivery) => delivery.headers['idempotency-key']);
-    assert.equal(keys[0], keys[1], 'sent again under the same idempotency key');
-    await new Promise((resolve) => setTimeout(resolve, 300));
-    assert.equal(hook.deliveries().length, 2);
+    await sentAgainAfterTermination(threads, hook);
   });
 
   it('to the first thread when they were handed before the worker started', async () => {
