@@ -1,4 +1,4 @@
-import type { OutboxSources } from '../broadcast/outbox-build.js';
+import { type OutboxSources, rowsOfNewRecords } from '../broadcast/outbox-build.js';
 import { type Clock, systemClock } from '../platform/clock.js';
 import type { Storage } from '../storage/database.js';
 import type { BroadcastOutboxTable } from '../storage/database-schema.js';
@@ -345,11 +345,7 @@ export function createGenerationLog(options: {
           }
           // A record stored before (a retry after a commit in doubt) had its events stored then:
           // the rows built now for it were not, and are not handed over.
-          let written = outbox.rows;
-          if (commit.skipped.length > 0 && written.length > 0) {
-            const before = new Set(commit.skipped);
-            written = written.filter((row) => !before.has(row.generation_id));
-          }
+          const written = rowsOfNewRecords(outbox.rows, commit.skipped);
           if (written.length > 0) options.onOutboxWritten?.(written);
           if (commit.stored.length > 0) options.onOutboxStored?.(commit.stored);
         },

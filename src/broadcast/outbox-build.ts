@@ -85,17 +85,29 @@ export function buildOutboxBatch(
 }
 
 /**
- * The built rows a worker is told of once they are stored: those leased to one, less those of the
- * records the commit `skipped` (stored before, their events with them).
+ * The rows a commit stored: those of the records it `skipped` (stored before, their events with
+ * them) left out.
+ */
+export function rowsOfNewRecords(
+  rows: readonly BroadcastOutboxTable[],
+  skipped: readonly string[],
+): readonly BroadcastOutboxTable[] {
+  if (skipped.length === 0 || rows.length === 0) return rows;
+  const before = new Set(skipped);
+  return rows.filter((row) => !before.has(row.generation_id));
+}
+
+/**
+ * The stored rows a worker is told of (or remembers): those leased to one, by id and lease, less
+ * those of the records the commit `skipped` (none: rows a claim or a hand-over holds).
  */
 export function leasedRows(
   rows: readonly BroadcastOutboxTable[],
-  skipped: readonly string[],
+  skipped: readonly string[] = [],
 ): StoredOutboxRow[] {
-  const before = new Set(skipped);
   const leased: StoredOutboxRow[] = [];
-  for (const row of rows) {
-    if (row.leased_by === null || row.lease_until === null || before.has(row.generation_id)) continue;
+  for (const row of rowsOfNewRecords(rows, skipped)) {
+    if (row.leased_by === null || row.lease_until === null) continue;
     leased.push({ id: row.id, leased_by: row.leased_by, lease_until: row.lease_until });
   }
   return leased;

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Worker } from 'node:worker_threads';
 import type { Registry } from 'prom-client';
 import { POLICY_TOPIC } from '../admin/workspaces/workspace-access.js';
+import { leasedRows } from '../broadcast/outbox-build.js';
 import { createOutboxRepository } from '../broadcast/outbox-repository.js';
 import type { Config } from '../config/config-schema.js';
 import type { ChangeBus } from '../platform/change-bus.js';
@@ -273,11 +274,7 @@ export function createThreadedBroadcastWorker(options: {
       if (mine.length === 0) return;
       // Not started (a CLI, or before listen): the leases end and the started thread claims them.
       if (started) ensureThread();
-      remember(
-        mine.flatMap((row) =>
-          row.lease_until === null ? [] : [{ id: row.id, leased_by: owner, lease_until: row.lease_until }],
-        ),
-      );
+      remember(leasedRows(mine));
       post({ kind: 'accept', rows: mine });
     },
     /**

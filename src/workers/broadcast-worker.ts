@@ -12,6 +12,7 @@ import {
 } from '../broadcast/destination-type.js';
 import { destinationType } from '../broadcast/destination-types.js';
 import type { ExporterHttp } from '../broadcast/exporter-http.js';
+import { leasedRows } from '../broadcast/outbox-build.js';
 import { eventOfBuiltRow, payloadToSend, stowPayload } from '../broadcast/outbox-events.js';
 import { createFanoutOutbox } from '../broadcast/outbox-fanout.js';
 import { createOutboxRepository } from '../broadcast/outbox-repository.js';
@@ -371,13 +372,7 @@ export function createBroadcastWorker(options: {
         (fanOutLimit > 0 && claimedNow.fanOuts.length === fanOutLimit) ||
         backlogSignals !== signalsBefore;
       const stored = [...claimedNow.fanOuts, ...claimedNow.rows];
-      if (stored.length > 0 && options.onClaimed) {
-        options.onClaimed(
-          stored.flatMap((row) =>
-            row.lease_until === null ? [] : [{ id: row.id, leased_by: owner, lease_until: row.lease_until }],
-          ),
-        );
-      }
+      if (stored.length > 0) options.onClaimed?.(leasedRows(stored));
       // A fan-out row is claimed whoever its destinations are: its parts for a destination not to
       // be sent to now wait for it in memory, as handed-over rows do (or in the database while it
       // is paused), rather than split the row.
