@@ -2,7 +2,7 @@ import { sql } from 'kysely';
 import { sliceWhole } from '../platform/whole-characters.js';
 import type { Storage } from '../storage/database.js';
 import type { BroadcastOutboxTable, ObservabilityDestinationTable } from '../storage/database-schema.js';
-import type { StoredOutboxRow } from '../storage/sqlite-thread.js';
+import type { AtomicStep, StoredOutboxRow } from '../storage/sqlite-thread.js';
 
 /** A row's status as listed and counted: a fan-out row is pending (for each destination it lists). */
 export const listedStatus = sql<
@@ -173,6 +173,29 @@ export function createOutboxRepository(storage: Storage) {
      * holds the row (its lease expired and another worker claimed it: theirs to deliver whole).
      */
     async settleFanout(id: string, owner: string, kept: readonly BroadcastOutboxTable[]): Promise<void> {
+      const thread = storage.sqliteThread;
+      if (thread) {
+        // Sent to the SQLite thread whole (see `atomically`): this worker's thread may run at the
+        // lowest priority, and must not hold the write lock between two of its statements.
+        const remove = db
+          .deleteFrom('broadcast_outbox')
+          .where('id', '=', id)
+          .where('leased_by', '=', owner)
+          .compile();
+        const steps: AtomicStep[] = [
+          { sql: remove.sql, parameters: remove.parameters, requireChanges: true },
+        ];
+        if (kept.length > 0) {
+          const insert = db
+            .insertInto('broadcast_outbox')
+            .values([...kept])
+            .onConflict((conflict) => conflict.columns(['generation_id', 'destination_id']).doNothing())
+            .compile();
+          steps.push({ sql: insert.sql, parameters: insert.parameters });
+        }
+        await thread.atomically(steps);
+        return;
+      }
       await db.transaction().execute(async (trx) => {
         const deleted = await trx
           .deleteFrom('broadcast_outbox')

@@ -21,6 +21,7 @@ export interface ThreadQueryResult {
 /** Parent → thread. */
 type Request =
   | { id: number; kind: 'query'; sql: string; parameters: readonly unknown[] }
+  | { id: number; kind: 'atomic'; steps: readonly AtomicStep[] }
   | {
       id: number;
       kind: 'writeGenerations';
@@ -30,6 +31,17 @@ type Request =
       sources: readonly OutboxSources[];
     }
   | { id: number; kind: 'close' };
+
+/**
+ * One statement of an `atomically` batch. `requireChanges`: when it changes no row, the batch stops
+ * there (what ran before it is kept): the condition a transaction would otherwise test between two
+ * of its statements, tested in the thread, so the batch never waits on its sender midway.
+ */
+export interface AtomicStep {
+  sql: string;
+  parameters: readonly unknown[];
+  requireChanges?: boolean;
+}
 
 /** A broadcast row a SQLite thread built and stored, leased to a delivery worker. */
 export interface StoredOutboxRow {
@@ -64,7 +76,8 @@ interface ErrorData {
 
 /** Thread → parent. */
 type Reply =
-  | { kind: 'ready' }
+  /** `tid`: the thread's Linux thread id (null elsewhere), so its owner can lower its priority. */
+  | { kind: 'ready'; tid: number | null }
   | { kind: 'failed'; error: ErrorData }
   | { kind: 'lost'; error: ErrorData }
   | { id: number; ok: true; result: ThreadQueryResult | GenerationCommit | null }
@@ -157,6 +170,18 @@ function sqliteThreadMain(require: NodeJS.Require, data: ThreadData, port: Messa
           const { changes, lastInsertRowid } = statement.run(request.parameters);
           reply = { id: request.id, ok: true, result: { rows: [], changes, lastInsertRowid } };
         }
+      } else if (request.kind === 'atomic') {
+        let changes = 0;
+        connection
+          .transaction(() => {
+            for (const step of request.steps) {
+              const changed = statements.prepare(step.sql).run(step.parameters).changes;
+              changes += changed;
+              if (step.requireChanges && changed === 0) return;
+            }
+          })
+          .immediate();
+        reply = { id: request.id, ok: true, result: { rows: [], changes } };
       } else if (request.kind === 'writeGenerations') {
         const result = commit(request);
         reply =
@@ -213,7 +238,15 @@ function sqliteThreadMain(require: NodeJS.Require, data: ThreadData, port: Messa
   port.on('messageerror', (error) =>
     port.postMessage({ kind: 'lost', error: errorData(error) } satisfies Reply),
   );
-  port.postMessage({ kind: 'ready' } satisfies Reply);
+  let tid: number | null = null;
+  try {
+    tid = Number(
+      (require('node:fs') as typeof import('node:fs')).readlinkSync('/proc/thread-self').split('/').pop(),
+    );
+  } catch {
+    // Not Linux: there is no thread id to lower.
+  }
+  port.postMessage({ kind: 'ready', tid: Number.isSafeInteger(tid) ? tid : null } satisfies Reply);
 }
 
 /**
@@ -255,11 +288,21 @@ export interface SqliteThread {
     outbox: readonly BroadcastOutboxTable[],
     sources?: readonly OutboxSources[],
   ): Promise<GenerationCommit>;
+  /**
+   * Runs `steps` in one immediate transaction in the thread, under the lock, and answers the rows
+   * they changed: a transaction sent whole, so the connection is never held open waiting for its
+   * sender's next statement (the broadcast worker's thread, at the lowest priority, may not run
+   * again for a while, and the write lock is the group commits' too). A step that fails rolls back
+   * every step.
+   */
+  atomically(steps: readonly AtomicStep[]): Promise<ThreadQueryResult>;
   /** Waits until no one else holds the connection, then holds it until `unlock`. */
   lock(): Promise<void>;
   unlock(): void;
   /** Threads started so far (1 until one stopped unasked and was replaced). */
   starts(): number;
+  /** The running thread's Linux thread id; null off Linux or while none runs. */
+  threadId(): number | null;
   /** How many threads were lost so far: a transaction must end in the epoch it began in. */
   epoch(): number;
   /** Closes the connection (checkpointing and removing the WAL) and ends the thread. */
@@ -288,7 +331,10 @@ interface Pending {
 const OUTBOX_BUILDER = threadModule(import.meta.url, '../broadcast/outbox-build');
 
 /** Starts a thread on the file; resolves once its connection is open, else rejects with the driver's reason. */
-function spawnThread(path: string, outboxBuilder: ThreadModule): Promise<Worker> {
+function spawnThread(
+  path: string,
+  outboxBuilder: ThreadModule,
+): Promise<{ worker: Worker; tid: number | null }> {
   const worker = new Worker(threadSource(), {
     eval: true,
     // Not the process's flags: `--input-type=module` would make the source a module without
@@ -304,7 +350,7 @@ function spawnThread(path: string, outboxBuilder: ThreadModule): Promise<Worker>
       outboxBuilder,
     } satisfies ThreadData,
   });
-  return new Promise<Worker>((resolve, reject) => {
+  return new Promise<{ worker: Worker; tid: number | null }>((resolve, reject) => {
     const onExit = (code: number) =>
       reject(new Error(`the SQLite thread exited with code ${code} before it was ready`));
     const onError = (error: Error) => {
@@ -317,7 +363,7 @@ function spawnThread(path: string, outboxBuilder: ThreadModule): Promise<Worker>
       worker.off('exit', onExit);
       worker.off('error', onError);
       if ('kind' in reply && reply.kind === 'ready') {
-        resolve(worker);
+        resolve({ worker, tid: reply.tid });
         return;
       }
       void worker.terminate();
@@ -356,6 +402,8 @@ export async function startSqliteThread(options: {
   let closed: SqliteThreadStoppedError | null = null;
   let closing: Promise<void> | null = null;
   let current: Worker | null = null;
+  /** The Linux thread id of `current` (null off Linux or while none runs). */
+  let currentTid: number | null = null;
   let starting: Promise<Worker> | null = null;
   /** Settles once the last lost thread has ended. */
   let exiting: Promise<void> = Promise.resolve();
@@ -367,6 +415,7 @@ export async function startSqliteThread(options: {
   function lose(worker: Worker, reason: string): void {
     if (current !== worker) return;
     current = null;
+    currentTid = null;
     // A transaction open on it is gone with it (SQLite rolled it back); its holder must not go on.
     epoch += 1;
     for (const [id, entry] of pending) {
@@ -394,9 +443,10 @@ export async function startSqliteThread(options: {
     }
   }
 
-  function adopt(worker: Worker): Worker {
+  function adopt({ worker, tid }: { worker: Worker; tid: number | null }): Worker {
     started += 1;
     current = worker;
+    currentTid = tid;
     worker.on('message', (reply: Reply) => {
       if ('kind' in reply) {
         if (reply.kind === 'lost') lose(worker, `a request could not be read (${reply.error.message})`);
@@ -433,14 +483,14 @@ export async function startSqliteThread(options: {
     starting ??= exiting
       .then(() => spawnThread(options.path, outboxBuilder))
       .then(
-        (worker) => {
+        (spawned) => {
           starting = null;
           restartFailure = null;
           if (closing) {
-            void worker.terminate();
+            void spawned.worker.terminate();
             throw new SqliteThreadStoppedError('the storage is closed');
           }
-          return adopt(worker);
+          return adopt(spawned);
         },
         (error: unknown) => {
           starting = null;
@@ -508,9 +558,18 @@ export async function startSqliteThread(options: {
         unlock();
       }
     },
+    async atomically(steps) {
+      await lock();
+      try {
+        return await send<ThreadQueryResult>({ kind: 'atomic', steps });
+      } finally {
+        unlock();
+      }
+    },
     lock,
     unlock,
     starts: () => started,
+    threadId: () => currentTid,
     epoch: () => epoch,
     close() {
       closing ??= (async () => {

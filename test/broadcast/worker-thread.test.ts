@@ -1,7 +1,11 @@
 import assert from 'node:assert/strict';
+import { spawnSync } from 'node:child_process';
+import { readdirSync } from 'node:fs';
+import { getPriority } from 'node:os';
 import { after, afterEach, before, describe, it } from 'node:test';
 import type { Worker } from 'node:worker_threads';
 import { idempotencyKeyOf } from '../../src/broadcast/idempotency-key.js';
+import { SCHED_IDLE, threadPolicy } from '../../src/platform/idle-scheduling.js';
 import type { StoredOutboxRow } from '../../src/storage/sqlite-thread.js';
 import { createThreadedBroadcastWorker } from '../../src/workers/broadcast-worker-thread.js';
 import { isolatedDatabase, type TestApp } from '../helpers/test-app.js';
@@ -17,6 +21,8 @@ import {
   waitUntil,
 } from './delivery-harness.js';
 
+const chrtInstalled = spawnSync('chrt', ['--help']).status === 0;
+
 /** The worker in its own thread, with a connection of its own (`broadcast.worker_thread`, the default). */
 const IN_ITS_THREAD = { worker_thread: true };
 
@@ -25,6 +31,13 @@ async function metric(gateway: TestApp, series: string): Promise<number> {
   const response = await fetch(`${gateway.url}/metrics`);
   const line = (await response.text()).split('\n').find((candidate) => candidate.startsWith(`${series} `));
   return line ? Number(line.slice(series.length + 1)) : 0;
+}
+
+async function removeDestinations(gateway: TestApp): Promise<void> {
+  const listed = await gateway.request('GET', '/api/v1/observability/destinations');
+  for (const destination of listed.body.data) {
+    await gateway.request('DELETE', `/api/v1/observability/destinations/${destination.id}`);
+  }
 }
 
 const delivered = (type: string) => `switchyard_broadcast_events_total{type="${type}",outcome="delivered"}`;
@@ -43,10 +56,7 @@ describe('the broadcast worker in its own thread', () => {
     await gateway.close();
   });
   afterEach(async () => {
-    const listed = await gateway.request('GET', '/api/v1/observability/destinations');
-    for (const destination of listed.body.data) {
-      await gateway.request('DELETE', `/api/v1/observability/destinations/${destination.id}`);
-    }
+    await removeDestinations(gateway);
     for (const receiver of receivers.splice(0)) await receiver.close();
   });
 
@@ -248,10 +258,7 @@ describe('the broadcast worker thread hands events on', () => {
   afterEach(async () => {
     for (const close of closers.splice(0).reverse()) await close();
     await gateway.services.storage.db.deleteFrom('broadcast_outbox').execute();
-    const listed = await gateway.request('GET', '/api/v1/observability/destinations');
-    for (const destination of listed.body.data) {
-      await gateway.request('DELETE', `/api/v1/observability/destinations/${destination.id}`);
-    }
+    await removeDestinations(gateway);
   });
 
   /** One stored event, leased to OWNER for a minute as a group commit hands it over. */
@@ -366,5 +373,105 @@ describe('the broadcast worker thread hands events on', () => {
     await new Promise((resolve) => setTimeout(resolve, 1_500));
     assert.equal(hook.deliveries().length, 0);
     assert.equal((await outboxRows(gateway)).length, 1);
+  });
+});
+
+describe('the broadcast worker thread at the lowest priority (`delivery_thread_idle`, nice 19: the defaults)', () => {
+  let gateway: TestApp;
+  let app: { key: string; hash: string };
+
+  before(async () => {
+    gateway = await startBroadcastGateway({
+      broadcast: { ...IN_ITS_THREAD, delivery_thread_idle: true, delivery_thread_niceness: 19 },
+    });
+    await setBroadcast(gateway, true);
+    app = await inferenceKey(gateway);
+  });
+  after(async () => {
+    await gateway.close();
+  });
+  afterEach(() => removeDestinations(gateway));
+
+  it('runs SCHED_IDLE after its first batch and holds no SQLite lock: its connection is a thread of its own at nice 19, normal policy', async (t) => {
+    if (process.platform !== 'linux' || !chrtInstalled) {
+      t.skip('SCHED_IDLE needs Linux and chrt');
+      return;
+    }
+    const hook = await startHookReceiver();
+    try {
+      await createWebhook(gateway, hook);
+      const threads = () =>
+        readdirSync('/proc/self/task')
+          .map(Number)
+          .map((tid) => ({ tid, policy: threadPolicy(tid), nice: getPriority(tid) }));
+      // Nothing sent yet: nothing lowered.
+      assert.deepEqual(
+        threads().filter((thread) => thread.policy !== 0 || thread.nice !== 0),
+        [],
+      );
+      await chat(gateway, app.key);
+      await waitUntil('the delivery', () => hook.deliveries().length === 1);
+      // chrt first, then the nice value: both, once lowered.
+      await waitUntil('a thread in SCHED_IDLE at nice 19', () =>
+        threads().some((thread) => thread.policy === SCHED_IDLE && thread.nice === 19),
+      );
+      const idle = threads().filter((thread) => thread.policy === SCHED_IDLE);
+      assert.equal(idle.length, 1, 'one thread, the worker thread, runs SCHED_IDLE');
+      assert.equal(threadPolicy(process.pid), 0, 'the request thread keeps the normal policy');
+      const lowered = threads().filter((thread) => thread.policy === 0 && thread.nice === 19);
+      if (gateway.services.storage.kind === 'sqlite') {
+        // The worker thread's connection, in its SQLite thread: lowered, but never SCHED_IDLE, so
+        // the write lock it takes is never held by a thread waiting for an idle core.
+        await waitUntil('its SQLite thread at nice 19', () =>
+          threads().some((thread) => thread.policy === 0 && thread.nice === 19),
+        );
+        assert.equal(
+          threads().filter((thread) => thread.policy === 0 && thread.nice === 19).length,
+          1,
+          'one thread at nice 19 with the normal policy: its SQLite thread',
+        );
+      } else {
+        assert.equal(lowered.length, 0, 'on PostgreSQL the worker thread has no SQLite thread');
+      }
+      // It goes on delivering, and settles what it delivered (through its SQLite thread).
+      for (let index = 0; index < 3; index += 1) await chat(gateway, app.key);
+      await waitUntil('four deliveries', () => hook.deliveries().length === 4);
+      await waitUntil('an empty outbox', async () => (await outboxRows(gateway)).length === 0);
+    } finally {
+      await hook.close();
+    }
+  });
+
+  it('settles a fan-out row one destination failed: the failed part is kept as a row of its own and retried, the other is not sent again', async () => {
+    let failures = 1;
+    const failing = await startHookReceiver(() => {
+      if (failures > 0) {
+        failures -= 1;
+        return { status: 500, body: { error: 'busy' } };
+      }
+      return { status: 200, body: {} };
+    });
+    const steady = await startHookReceiver();
+    try {
+      const failingId = await createWebhook(gateway, failing);
+      const steadyId = await createWebhook(gateway, steady);
+      const response = await chat(gateway, app.key);
+      const generation = String(response.headers.get('x-generation-id'));
+      await waitUntil('the failed destination served after a retry', () => failing.deliveries().length === 2);
+      await waitUntil('an empty outbox', async () => (await outboxRows(gateway)).length === 0);
+      await new Promise((resolve) => setTimeout(resolve, 200));
+      assert.equal(steady.deliveries().length, 1, 'the destination delivered at the first try got it once');
+      assert.deepEqual(
+        failing.deliveries().map((delivery) => delivery.headers['idempotency-key']),
+        [idempotencyKeyOf(generation, failingId), idempotencyKeyOf(generation, failingId)],
+      );
+      assert.equal(
+        steady.deliveries()[0]?.headers['idempotency-key'],
+        idempotencyKeyOf(generation, steadyId),
+      );
+    } finally {
+      await failing.close();
+      await steady.close();
+    }
   });
 });

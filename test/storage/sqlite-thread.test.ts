@@ -40,6 +40,12 @@ describe('SQLite thread', () => {
     assert.equal(storage.sqlite, null);
     assert.ok(storage.sqliteThread);
     assert.equal(storage.checkpointer, null);
+    // Its Linux thread id, for an owner that lowers its priority: a thread of this process.
+    const tid = storage.sqliteThread.threadId();
+    if (process.platform === 'linux') {
+      assert.ok(tid !== null && tid !== process.pid);
+      assert.ok(existsSync(`/proc/self/task/${tid}`));
+    }
   });
 
   it('runs the query builder: rows, affected counts, insert ids', async () => {
@@ -138,6 +144,73 @@ describe('SQLite thread', () => {
     assert.deepEqual(usage, [{ key_hash: 'k'.repeat(64), usage_nanos: 700 }]);
     const notes = await sql<{ body: string }>`select body from notes where body = 'five'`.execute(storage.db);
     assert.equal(notes.rows.length, 0);
+  });
+
+  it('runs a batch sent whole in one transaction: a step that changes nothing where it must ends it, a failing step undoes it', async () => {
+    const thread = storage.sqliteThread;
+    assert.ok(thread);
+    await sql`create table marks (id integer primary key, label text not null unique)`.execute(storage.db);
+    const labels = async () =>
+      (await sql<{ label: string }>`select label from marks order by id`.execute(storage.db)).rows.map(
+        (row) => row.label,
+      );
+    const insert = (label: string) => ({ sql: 'insert into marks (label) values (?)', parameters: [label] });
+    const remove = (label: string) => ({
+      sql: 'delete from marks where label = ?',
+      parameters: [label],
+      requireChanges: true,
+    });
+    const all = await thread.atomically([insert('a'), insert('b'), remove('b'), insert('c')]);
+    assert.equal(all.changes, 4);
+    assert.deepEqual(await labels(), ['a', 'c']);
+    // `b` is gone: the batch stops at its delete, keeping what ran before it.
+    const stopped = await thread.atomically([insert('d'), remove('b'), insert('e')]);
+    assert.equal(stopped.changes, 1);
+    assert.deepEqual(await labels(), ['a', 'c', 'd']);
+    // A unique violation in the third step: the first two are rolled back with it.
+    await assert.rejects(
+      thread.atomically([insert('f'), remove('a'), insert('c')]),
+      (error: Error & { code?: string }) => error.code === 'SQLITE_CONSTRAINT_UNIQUE',
+    );
+    assert.deepEqual(await labels(), ['a', 'c', 'd']);
+    // The connection is not left inside a transaction: the query builder's next one commits.
+    await storage.db.transaction().execute(async (trx) => {
+      await sql`insert into marks (label) values (${'g'})`.execute(trx);
+    });
+    assert.deepEqual(await labels(), ['a', 'c', 'd', 'g']);
+  });
+
+  it('keeps a batch sent whole out of an open transaction: it runs after the transaction ends', async () => {
+    const thread = storage.sqliteThread;
+    assert.ok(thread);
+    let proceed: () => void = () => undefined;
+    const gate = new Promise<void>((resolve) => {
+      proceed = resolve;
+    });
+    const transaction = storage.db.transaction().execute(async (trx) => {
+      await sql`insert into marks (label) values (${'h'})`.execute(trx);
+      await gate;
+      throw new Error('rolled back');
+    });
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    let ran = false;
+    const batch = thread
+      .atomically([{ sql: 'insert into marks (label) values (?)', parameters: ['i'] }])
+      .then(() => {
+        ran = true;
+      });
+    await new Promise((resolve) => setTimeout(resolve, 50));
+    assert.equal(ran, false, 'the batch ran inside an open transaction');
+    proceed();
+    await assert.rejects(transaction, /rolled back/);
+    await batch;
+    const rows = await sql<{ label: string }>`select label from marks where label in ('h', 'i')`.execute(
+      storage.db,
+    );
+    assert.deepEqual(
+      rows.rows.map((row) => row.label),
+      ['i'],
+    );
   });
 
   it('leaves the event loop free while a statement runs', async () => {
