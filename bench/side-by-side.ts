@@ -118,10 +118,28 @@ try {
   const figures = builds.map(() => [] as number[]);
   /** The main (request) thread's own CPU: without the delivery, SQLite and GC helper threads. */
   const mainFigures = builds.map(() => [] as number[]);
+  /**
+   * The same two, read when the build's last response arrived: what the requests cost while both
+   * builds were loaded, without what is left to deliver after (a worker that yields to requests,
+   * SCHED_IDLE, delivers most of a round's events then — and the drain's polls of /metrics, which
+   * count the outbox, land on the main thread).
+   */
+  const loadFigures = builds.map(() => [] as number[]);
+  const mainLoadFigures = builds.map(() => [] as number[]);
   for (let round = 1; round <= rounds; round += 1) {
     const before = gateways.map((gateway) => cpuSeconds(gateway.child.pid!));
     const mainBefore = gateways.map((gateway) => cpuSeconds(gateway.child.pid!, gateway.child.pid!));
-    const results = await Promise.all(gateways.map((gateway) => run(gateway, requests)));
+    const atLoadEnd = gateways.map(() => ({ all: 0, main: 0 }));
+    const results = await Promise.all(
+      gateways.map(async (gateway, index) => {
+        const result = await run(gateway, requests);
+        atLoadEnd[index] = {
+          all: cpuSeconds(gateway.child.pid!),
+          main: cpuSeconds(gateway.child.pid!, gateway.child.pid!),
+        };
+        return result;
+      }),
+    );
     // Records are written just after their responses: the group commit belongs to the round, and so
     // does delivering the round's broadcast events.
     await new Promise((settle) => setTimeout(settle, 500));
@@ -136,10 +154,15 @@ try {
       const micros = ((cpuSeconds(gateway.child.pid!) - before[index]!) * 1e6) / requests;
       const mainMicros =
         ((cpuSeconds(gateway.child.pid!, gateway.child.pid!) - mainBefore[index]!) * 1e6) / requests;
+      const loadMicros = ((atLoadEnd[index]!.all - before[index]!) * 1e6) / requests;
+      const mainLoadMicros = ((atLoadEnd[index]!.main - mainBefore[index]!) * 1e6) / requests;
       figures[index]!.push(micros);
       mainFigures[index]!.push(mainMicros);
+      loadFigures[index]!.push(loadMicros);
+      mainLoadFigures[index]!.push(mainLoadMicros);
       return (
-        `${builds[index]!.name} ${micros.toFixed(1)} µs/req (main thread ${mainMicros.toFixed(1)})` +
+        `${builds[index]!.name} ${micros.toFixed(1)} µs/req (main thread ${mainMicros.toFixed(1)}; ` +
+        `under load ${loadMicros.toFixed(1)}, main ${mainLoadMicros.toFixed(1)})` +
         (failed > 0 ? ` (${failed} failed)` : '')
       );
     });
@@ -155,6 +178,16 @@ try {
     `median main-thread CPU per request: base ${mainBase.toFixed(1)} µs, this checkout ${mainCurrent.toFixed(1)} µs ` +
       `(${(((mainCurrent - mainBase) / mainBase) * 100).toFixed(1)}%)`,
   );
+  if (broadcastTypes.length > 0) {
+    const [loadBase, loadCurrent] = loadFigures.map(median) as [number, number];
+    const [mainLoadBase, mainLoadCurrent] = mainLoadFigures.map(median) as [number, number];
+    console.log(
+      `under load only (until the last response): median CPU per request base ${loadBase.toFixed(1)} µs, ` +
+        `this checkout ${loadCurrent.toFixed(1)} µs (${(((loadCurrent - loadBase) / loadBase) * 100).toFixed(1)}%); ` +
+        `main thread base ${mainLoadBase.toFixed(1)} µs, this checkout ${mainLoadCurrent.toFixed(1)} µs ` +
+        `(${(((mainLoadCurrent - mainLoadBase) / mainLoadBase) * 100).toFixed(1)}%)`,
+    );
+  }
   console.log(
     `peak RSS: ${gateways
       .map(

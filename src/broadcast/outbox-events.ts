@@ -124,9 +124,10 @@ export function outboxRowsFor(options: {
     const single = group.length === 1;
     const row: BroadcastOutboxTable = {
       id: newTimeOrderedId(now.getTime()),
-      // A fan-out row's `*<n>` is no destination's id: unique per generation, and never matched by
-      // a query for one destination's rows.
-      destination_id: single ? first.id : `${FANOUT_MARK}${rows.length}`,
+      // A fan-out row's `*<destinations>:<n>` is no destination's id: unique per generation, never
+      // matched by a query for one destination's rows, and it says how many destinations the row
+      // stands for where the outbox gauge can read it without the row (see `countByStatus`).
+      destination_id: single ? first.id : `${FANOUT_MARK}${group.length}:${rows.length}`,
       workspace_id: options.workspaceId,
       generation_id: event.generation_id,
       idempotency_key: single ? idempotencyKeyOf(event.generation_id, first.id) : '',

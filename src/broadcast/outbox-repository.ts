@@ -262,20 +262,50 @@ export function createOutboxRepository(storage: Storage) {
       return row !== undefined;
     },
 
-    /** Events (one per destination) by status, for the metrics gauge. */
+    /**
+     * Events (one per destination) by status, for the metrics gauge: a fan-out row is pending once
+     * per destination it lists. Read from the claim index alone (status, destination_id): the
+     * number of destinations is in a fan-out row's `destination_id` (`*<destinations>:<n>`). The
+     * row itself is not read, so a scrape costs ~1 ms per 20,000 rows instead of ~40 (reading
+     * `status` or `fanout` from the table walks each payload's overflow pages, as they come after
+     * it). Fan-out rows stored before the count was in their mark (`*<n>`) are counted from their
+     * `fanout` list by a second read, of those rows only.
+     */
     async countByStatus(): Promise<Array<{ status: string; count: number }>> {
+      const destinations =
+        storage.kind === 'postgres'
+          ? sql`cast(split_part(substr(destination_id, 2), ':', 1) as integer)`
+          : sql`cast(substr(destination_id, 2, instr(destination_id, ':') - 2) as integer)`;
+      const marked = sql`destination_id like '*%:%'`;
+      // Grouped by the column, not by the listed status: that expression would sort every row.
       const rows = await db
         .selectFrom('broadcast_outbox')
-        // A fan-out row is pending, once per destination it lists.
         .select([
-          listedStatus.as('status'),
-          sql<string>`sum(case when fanout is null then 1 else length(fanout) - length(replace(fanout, ',', '')) + 1 end)`.as(
+          'status',
+          sql<string>`sum(case when status <> 'fanout' then 1 when ${marked} then ${destinations} else 0 end)`.as(
             'count',
           ),
+          sql<string>`sum(case when status = 'fanout' and not (${marked}) then 1 else 0 end)`.as('unmarked'),
         ])
-        .groupBy(listedStatus)
+        .groupBy('status')
         .execute();
-      return rows.map((row) => ({ status: row.status, count: Number(row.count) }));
+      const listed = new Map<string, number>();
+      for (const row of rows) {
+        const status = row.status === 'fanout' ? 'pending' : row.status;
+        listed.set(status, (listed.get(status) ?? 0) + Number(row.count));
+      }
+      const counts = [...listed].map(([status, count]) => ({ status, count }));
+      if (rows.some((row) => Number(row.unmarked) > 0)) {
+        const earlier = await db
+          .selectFrom('broadcast_outbox')
+          .select(sql<string>`sum(length(fanout) - length(replace(fanout, ',', '')) + 1)`.as('count'))
+          .where('status', '=', 'fanout')
+          .where(sql<boolean>`not (${marked})`)
+          .executeTakeFirst();
+        const pending = counts.find((row) => row.status === 'pending');
+        if (pending) pending.count += Number(earlier?.count ?? 0);
+      }
+      return counts;
     },
   };
 }

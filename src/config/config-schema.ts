@@ -225,9 +225,9 @@ export const ConfigSchema = Type.Object(
          * Linux: the delivery thread also runs in the SCHED_IDLE class (set with util-linux `chrt`),
          * so a request thread sharing its core is never kept waiting by it. False keeps nice 19
          * alone, which gives deliveries a larger share of a core that requests keep fully busy.
-         * The worker thread (`worker_thread`) on SQLite keeps nice 19 alone either way: it takes the
-         * database's write lock, which the group commits wait for (in their thread, or on the event
-         * loop without `sqlite_commit_thread`).
+         * The worker thread (`worker_thread`) applies it on SQLite too: its connection is a SQLite
+         * thread of its own, which takes the database's write lock that the group commits wait for
+         * and so keeps the normal policy, lowered to the same nice value.
          */
         delivery_thread_idle: Type.Boolean(),
         /**

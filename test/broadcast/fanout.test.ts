@@ -61,7 +61,8 @@ describe('broadcast fan-out rows', () => {
     const fanOut = rows.find((row) => row.fanout !== null);
     const single = rows.find((row) => row.fanout === null);
     assert.deepEqual(fanOut?.fanout?.split(',').sort(), [...shared].sort());
-    assert.match(fanOut?.destination_id ?? '', /^\*\d+$/);
+    // `*<destinations>:<n>`: how many destinations it stands for, readable from the claim index.
+    assert.match(fanOut?.destination_id ?? '', new RegExp(`^\\*${shared.length}:\\d+$`));
     assert.equal(fanOut?.idempotency_key, '');
     // Its own status: an instance of an earlier version never claims it.
     assert.equal(fanOut?.status, 'fanout');
@@ -320,6 +321,83 @@ describe('outbox repository: settling a fan-out row, claiming', () => {
       fanout: 'd1,d2',
     });
 
+  it('counts events for the outbox gauge from the claim index: a fan-out row once per destination, whatever its mark', async () => {
+    const { db } = gateway.services.storage;
+    const repository = createOutboxRepository(gateway.services.storage);
+    const rows = [
+      // Marked with its count: read from the index alone.
+      {
+        ...fanOutRow(null),
+        id: 'gauge-marked-3',
+        generation_id: 'gauge-a',
+        destination_id: '*3:0',
+        fanout: 'd1,d2,d3',
+      },
+      {
+        ...fanOutRow(null),
+        id: 'gauge-marked-2',
+        generation_id: 'gauge-a',
+        destination_id: '*2:1',
+        fanout: 'd4,d5',
+      },
+      {
+        ...fanOutRow(null),
+        id: 'gauge-marked-12',
+        generation_id: 'gauge-b',
+        destination_id: '*12:0',
+        fanout: Array.from({ length: 12 }, (_, i) => `e${i}`).join(','),
+      },
+      // Stored before the mark carried the count: from its list.
+      {
+        ...fanOutRow(null),
+        id: 'gauge-unmarked',
+        generation_id: 'gauge-c',
+        destination_id: '*0',
+        fanout: 'd1,d2,d3,d4,d5',
+      },
+      row({ id: 'gauge-own', generation_id: 'gauge-d', destination_id: 'd1', status: 'pending' }),
+      row({
+        id: 'gauge-dead-1',
+        generation_id: 'gauge-e',
+        destination_id: 'd1',
+        status: 'dead',
+        dead_at: '2030-01-01T00:00:00.000Z',
+      }),
+      row({
+        id: 'gauge-dead-2',
+        generation_id: 'gauge-f',
+        destination_id: 'd2',
+        status: 'dead',
+        dead_at: '2030-01-01T00:00:00.000Z',
+      }),
+    ];
+    await db.insertInto('broadcast_outbox').values(rows).execute();
+    try {
+      const counts = await repository.countByStatus();
+      assert.deepEqual(
+        [...counts].sort((a, b) => a.status.localeCompare(b.status)),
+        [
+          { status: 'dead', count: 2 },
+          { status: 'pending', count: 3 + 2 + 12 + 5 + 1 },
+        ],
+      );
+      await db.deleteFrom('broadcast_outbox').where('id', '=', 'gauge-unmarked').execute();
+      assert.deepEqual(
+        (await repository.countByStatus()).find((count) => count.status === 'pending'),
+        { status: 'pending', count: 3 + 2 + 12 + 1 },
+      );
+    } finally {
+      await db
+        .deleteFrom('broadcast_outbox')
+        .where(
+          'id',
+          'in',
+          rows.map((entry) => entry.id),
+        )
+        .execute();
+    }
+  });
+
   it('gives back the attempt of a row claimed again by the worker that holds it, and only then', async () => {
     const { db } = gateway.services.storage;
     const repository = createOutboxRepository(gateway.services.storage);
@@ -345,7 +423,8 @@ describe('outbox repository: settling a fan-out row, claiming', () => {
     const mine = fanOutRow('me');
     const theirs = fanOutRow('other');
     await db.insertInto('broadcast_outbox').values([mine, theirs]).execute();
-    // The outbox gauge counts a fan-out row once per destination it lists.
+    // The outbox gauge counts a fan-out row once per destination it lists (rows marked `*<n>`, as
+    // stored before the mark carried the count, from their list).
     assert.deepEqual(await repository.countByStatus(), [{ status: 'pending', count: 4 }]);
     const keptOf = (row: BroadcastOutboxTable): BroadcastOutboxTable => ({
       ...row,
