@@ -8,14 +8,6 @@ import {
   startSqliteThread,
 } from './sqlite-thread.js';
 
-/**
- * The commit thread sleeps this long before each generation whose broadcast rows it builds, and
- * before the transaction (see `buildYieldMs`): with the timer slack, ~50–70 µs. On one core, the
- * request thread's wait for the CPU at 200 req/s with three destinations fell from 82–103 to 69–80
- * µs per request (46 without destinations; bench/run-queue-wait.mjs, observability.md "Speed").
- */
-const BUILD_YIELD_MS = 0.02;
-
 /** After the thread could not start, commits run on the event loop for this long before it is tried again. */
 const START_RETRY_MS = 60_000;
 
@@ -76,7 +68,6 @@ export function createSqliteCommitThread(options: {
           path: options.path,
           onFailure: options.onFailure,
           outboxBuilder: options.outboxBuilder,
-          buildYieldMs: BUILD_YIELD_MS,
         });
         thread = starting;
         starting.catch((error: unknown) => {

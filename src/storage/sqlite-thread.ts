@@ -89,8 +89,6 @@ interface ThreadData {
   statementCacheSize: number;
   /** The module that builds broadcast rows (src/broadcast/outbox-build.ts), loaded at the first commit that has some to build. */
   outboxBuilder: ThreadModule;
-  /** Sleep this long (ms) between the generations a commit builds, and before its transaction; 0: never. */
-  buildYieldMs: number;
 }
 
 /** What the thread uses of the builder module. */
@@ -124,16 +122,6 @@ function sqliteThreadMain(require: NodeJS.Require, data: ThreadData, port: Messa
     return;
   }
   const statements = cachingStatements(connection, data.statementCacheSize);
-  /** What `pause` sleeps on: nothing ever wakes it, the timeout does. */
-  const sleeper = new Int32Array(new SharedArrayBuffer(4));
-  /**
-   * Gives the core away for a moment (`buildYieldMs`): a request thread woken meanwhile on the same
-   * core runs then, rather than waiting out the whole build — a waking thread does not preempt one
-   * that has not used its slice (EEVDF), and a commit's builds are about one.
-   */
-  const pause = () => {
-    if (data.buildYieldMs > 0) Atomics.wait(sleeper, 0, 0, data.buildYieldMs);
-  };
   let writeGenerations: ReturnType<typeof createSqliteGenerationWriter> | null = null;
   /**
    * The broadcast row builder, imported at the first commit with rows to build (a module, unlike
@@ -150,8 +138,8 @@ function sqliteThreadMain(require: NodeJS.Require, data: ThreadData, port: Messa
   };
   const commit = (request: Extract<Request, { kind: 'writeGenerations' }>): GenerationCommit | ErrorData => {
     let outbox = request.outbox;
-    const built: BroadcastOutboxTable[] = [];
-    const unbuilt: GenerationCommit['unbuilt'] = [];
+    let built: BroadcastOutboxTable[] = [];
+    let unbuilt: GenerationCommit['unbuilt'] = [];
     if (request.sources.length > 0) {
       if (!builder) {
         return {
@@ -162,15 +150,7 @@ function sqliteThreadMain(require: NodeJS.Require, data: ThreadData, port: Messa
         };
       }
       // The rows are stored (and their leases start) now, as rows built on the request thread are.
-      // One generation at a time, the core given away between them (`pause`).
-      const at = Date.parse(request.at);
-      for (const source of request.sources) {
-        pause();
-        const one = builder.buildOutboxBatch([source], at);
-        for (const row of one.rows) built.push(row);
-        for (const failure of one.unbuilt) unbuilt.push(failure);
-      }
-      pause();
+      ({ rows: built, unbuilt } = builder.buildOutboxBatch(request.sources, Date.parse(request.at)));
       outbox = outbox.length > 0 ? outbox.concat(built) : built;
     }
     // Prepared at the first batch: the tables exist only once the migrations have run.
@@ -354,7 +334,6 @@ const OUTBOX_BUILDER = threadModule(import.meta.url, '../broadcast/outbox-build'
 function spawnThread(
   path: string,
   outboxBuilder: ThreadModule,
-  buildYieldMs: number,
 ): Promise<{ worker: Worker; tid: number | null }> {
   const worker = new Worker(threadSource(), {
     eval: true,
@@ -369,7 +348,6 @@ function spawnThread(
       path,
       statementCacheSize: STATEMENT_CACHE_SIZE,
       outboxBuilder,
-      buildYieldMs,
     } satisfies ThreadData,
   });
   return new Promise<{ worker: Worker; tid: number | null }>((resolve, reject) => {
@@ -416,16 +394,8 @@ export async function startSqliteThread(options: {
   onThreadStart?: (worker: Worker) => void;
   /** Where the broadcast row builder is loaded from (tests name one that cannot load). */
   outboxBuilder?: ThreadModule;
-  /**
-   * Milliseconds the thread sleeps before each generation whose broadcast rows a commit builds, and
-   * before the commit's transaction (default 0: never). For a thread that runs nothing but the
-   * commits (sqlite-commit-thread.ts): in one that serves every statement, the statements queued
-   * behind a commit would wait out its sleeps.
-   */
-  buildYieldMs?: number;
 }): Promise<SqliteThread> {
   const outboxBuilder = options.outboxBuilder ?? OUTBOX_BUILDER;
-  const buildYieldMs = options.buildYieldMs ?? 0;
   const pending = new Map<number, Pending>();
   let nextId = 1;
   let started = 0;
@@ -498,7 +468,7 @@ export async function startSqliteThread(options: {
     return worker;
   }
 
-  adopt(await spawnThread(options.path, outboxBuilder, buildYieldMs));
+  adopt(await spawnThread(options.path, outboxBuilder));
 
   /** The running thread, or a new one when the last stopped; statements keep their order. */
   function thread(): Worker | Promise<Worker> {
@@ -511,7 +481,7 @@ export async function startSqliteThread(options: {
     if (restartFailure && performance.now() < restartFailure.until)
       return Promise.reject(restartFailure.error);
     starting ??= exiting
-      .then(() => spawnThread(options.path, outboxBuilder, buildYieldMs))
+      .then(() => spawnThread(options.path, outboxBuilder))
       .then(
         (spawned) => {
           starting = null;
