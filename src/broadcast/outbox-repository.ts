@@ -173,41 +173,34 @@ export function createOutboxRepository(storage: Storage) {
      * holds the row (its lease expired and another worker claimed it: theirs to deliver whole).
      */
     async settleFanout(id: string, owner: string, kept: readonly BroadcastOutboxTable[]): Promise<void> {
+      const remove = db
+        .deleteFrom('broadcast_outbox')
+        .where('id', '=', id)
+        .where('leased_by', '=', owner)
+        .compile();
+      const insert =
+        kept.length === 0
+          ? null
+          : db
+              .insertInto('broadcast_outbox')
+              .values([...kept])
+              .onConflict((conflict) => conflict.columns(['generation_id', 'destination_id']).doNothing())
+              .compile();
       const thread = storage.sqliteThread;
       if (thread) {
         // Sent to the SQLite thread whole (see `atomically`): this worker's thread may run at the
         // lowest priority, and must not hold the write lock between two of its statements.
-        const remove = db
-          .deleteFrom('broadcast_outbox')
-          .where('id', '=', id)
-          .where('leased_by', '=', owner)
-          .compile();
         const steps: AtomicStep[] = [
           { sql: remove.sql, parameters: remove.parameters, requireChanges: true },
         ];
-        if (kept.length > 0) {
-          const insert = db
-            .insertInto('broadcast_outbox')
-            .values([...kept])
-            .onConflict((conflict) => conflict.columns(['generation_id', 'destination_id']).doNothing())
-            .compile();
-          steps.push({ sql: insert.sql, parameters: insert.parameters });
-        }
+        if (insert) steps.push({ sql: insert.sql, parameters: insert.parameters });
         await thread.atomically(steps);
         return;
       }
       await db.transaction().execute(async (trx) => {
-        const deleted = await trx
-          .deleteFrom('broadcast_outbox')
-          .where('id', '=', id)
-          .where('leased_by', '=', owner)
-          .executeTakeFirst();
-        if (Number(deleted.numDeletedRows) !== 1 || kept.length === 0) return;
-        await trx
-          .insertInto('broadcast_outbox')
-          .values([...kept])
-          .onConflict((conflict) => conflict.columns(['generation_id', 'destination_id']).doNothing())
-          .execute();
+        const deleted = await trx.executeQuery(remove);
+        if (Number(deleted.numAffectedRows ?? 0) !== 1 || !insert) return;
+        await trx.executeQuery(insert);
       });
     },
 

@@ -238,6 +238,7 @@ function sqliteThreadMain(require: NodeJS.Require, data: ThreadData, port: Messa
   port.on('messageerror', (error) =>
     port.postMessage({ kind: 'lost', error: errorData(error) } satisfies Reply),
   );
+  // What currentThreadId() (src/platform/idle-scheduling.ts) reads; this program cannot import it.
   let tid: number | null = null;
   try {
     tid = Number(
