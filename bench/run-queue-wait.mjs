@@ -14,6 +14,8 @@
 //   start   requests before the window (default 3000; warm-up requests count)
 //   count   requests in the window (default 4000)
 //   worker  `idle` or `batch`: the nice-19 threads' policy (util-linux chrt)
+//   sqlite  `idle`, `batch` or `normal`: the broadcast worker's SQLite thread's alone (the nice-19
+//           thread of the normal policy), instead of `worker`'s
 //   commit  `idle` or `batch`: the other nice-0 threads' policy
 //   helper  `idle` or `batch`: the remaining threads' policy
 //   slice   the request thread's EEVDF slice in ns (Linux 6.12+; sched_setattr through perl, as
@@ -60,13 +62,14 @@ function reschedule() {
     if (tid === String(process.pid)) continue;
     const nice = getPriority(Number(tid));
     const role = nice === 19 ? 'worker' : nice === 0 ? 'commit' : 'helper';
-    const policy = query.get(role);
+    const ownSqlite = role === 'worker' && policyOf(tid) === 0 && query.has('sqlite');
+    const policy = ownSqlite ? query.get('sqlite') : query.get(role);
     try {
       if (policy === 'idle' || policy === 'batch') execFileSync('chrt', [`--${policy}`, '--pid', '0', tid]);
     } catch (error) {
       lines.push(`${tid} not changed: ${error.message}`);
     }
-    lines.push(`${tid} (${role}) nice ${nice} policy ${policyOf(tid)}`);
+    lines.push(`${tid} (${ownSqlite ? 'sqlite' : role}) nice ${nice} policy ${policyOf(tid)}`);
   }
   return lines;
 }
