@@ -25,6 +25,13 @@ const errorText = (message: string) => sliceWhole(message.replaceAll('\u0000', '
  */
 export function createOutboxRepository(storage: Storage) {
   const { db } = storage;
+  /**
+   * Reads that take no lock: on the read-only connection where there is one (the broadcast worker's
+   * thread on SQLite), so they run at that thread's priority rather than queue for its SQLite
+   * thread (at nice 19, which the group commits share the core with), and their rows are not
+   * copied from thread to thread.
+   */
+  const reads = storage.reader ?? db;
   const lockClause = storage.kind === 'postgres' ? sql`for update skip locked` : sql``;
 
   return {
@@ -54,7 +61,7 @@ export function createOutboxRepository(storage: Storage) {
         // answered by the claim index alone.
         if (storage.kind === 'sqlite') {
           const due = await sql`
-            select 1 as due from broadcast_outbox where ${claimable} limit 1`.execute(db);
+            select 1 as due from broadcast_outbox where ${claimable} limit 1`.execute(reads);
           if (due.rows.length === 0) return [];
         }
         const result = await sql<BroadcastOutboxTable>`
@@ -103,7 +110,7 @@ export function createOutboxRepository(storage: Storage) {
       const ids = [...leases.keys()];
       const held: BroadcastOutboxTable[] = [];
       for (let start = 0; start < ids.length; start += HELD_IDS_PER_READ) {
-        const found = await db
+        const found = await reads
           .selectFrom('broadcast_outbox')
           .selectAll()
           .where('id', 'in', ids.slice(start, start + HELD_IDS_PER_READ))

@@ -41,6 +41,12 @@ export interface Storage {
    * opened with `commitThread` (sqlite-commit-thread.ts); else null.
    */
   readonly commitThread: SqliteCommitThread | null;
+  /**
+   * A read-only connection of a SQLite file opened with `thread` and `reader`, on the calling
+   * thread (statements run there, at its priority, without waiting for the SQLite thread's queue);
+   * else null. It reads what is committed when each statement starts.
+   */
+  readonly reader: Kysely<Database> | null;
   /** Queries executed so far; tests use it to prove a path touches no database. */
   queryCount(): number;
   ping(): Promise<void>;
@@ -86,6 +92,19 @@ class ImmediateSqliteDialect extends SqliteDialect {
   override createDriver(): SqliteDriver {
     return new ImmediateSqliteDriver(this.#config);
   }
+}
+
+/**
+ * A read-only connection to a SQLite file for `Storage.reader`. It takes no write lock; in WAL mode
+ * a reader waits for no writer, and a writer for no reader.
+ */
+function openSqliteReader(path: string): Kysely<Database> {
+  const database = new SqliteDatabase(path, { readonly: true, fileMustExist: true });
+  // Busy only while another connection recovers the WAL (after a crash); wait as writers do.
+  database.pragma('busy_timeout = 5000');
+  return new Kysely<Database>({
+    dialect: new SqliteDialect({ database: cachingStatements(database, STATEMENT_CACHE_SIZE) }),
+  });
 }
 
 function openSqlite(path: string): { dialect: SqliteDialect; database: SqliteDatabase.Database } {
@@ -147,6 +166,11 @@ export async function openStorage(options: {
   /** The SQLite thread stopped unasked (its statements failed; the next one starts a new thread). */
   onThreadFailure?: (message: string) => void;
   /**
+   * SQLite file with `thread`: also open a read-only connection on this thread (`Storage.reader`),
+   * for reads that should run at this thread's priority rather than the SQLite thread's.
+   */
+  reader?: boolean;
+  /**
    * SQLite file, without `thread`: run the generation group commits in a worker thread with a
    * connection of their own (sqlite-commit-thread.ts; config `sqlite_commit_thread`). Off unless asked.
    */
@@ -172,6 +196,10 @@ export async function openStorage(options: {
         })
       : null;
   const sqlite = path !== null && !sqliteThread ? openSqlite(path) : null;
+  // Opened after the SQLite thread, which created the file (and its WAL) and migrated nothing yet:
+  // a read-only connection cannot create either.
+  const reader =
+    sqliteThread && path !== null && path !== ':memory:' && options.reader ? openSqliteReader(path) : null;
   const checkpointer =
     sqlite && path !== null && path !== ':memory:' && options.backgroundCheckpoint
       ? startSqliteCheckpointer({
@@ -209,6 +237,7 @@ export async function openStorage(options: {
     sqliteThread,
     checkpointer,
     commitThread,
+    reader,
     queryCount: () => queries,
     ping: async () => {
       await sql`select 1`.execute(db);
@@ -220,6 +249,7 @@ export async function openStorage(options: {
       // checkpoints what is left and removes the WAL.
       await checkpointer?.stop();
       await commitThread?.close();
+      await reader?.destroy();
       await db.destroy();
       // Kysely closes only a driver it has used: the raw connection (or the thread) may be open still.
       if (sqlite?.database.open) sqlite.database.close();

@@ -91,6 +91,7 @@ async function setUp() {
     schema: data.databaseSchema,
     poolSize: 3,
     thread: data.databaseUrl.startsWith('sqlite:'),
+    reader: true,
     onThreadFailure: (message) => {
       logger.error(
         { reason: message },

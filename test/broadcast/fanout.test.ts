@@ -1,10 +1,15 @@
 import assert from 'node:assert/strict';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { setTimeout } from 'node:timers/promises';
 import { sql } from 'kysely';
 import { idempotencyKeyOf } from '../../src/broadcast/idempotency-key.js';
 import { createOutboxRepository } from '../../src/broadcast/outbox-repository.js';
+import { openStorage, type Storage } from '../../src/storage/database.js';
 import type { BroadcastOutboxTable } from '../../src/storage/database-schema.js';
+import { initializeStorage } from '../../src/storage/initialize.js';
 import type { ReceivedRequest } from '../helpers/broadcast-fixtures.js';
 import { isolatedDatabase, type TestApp } from '../helpers/test-app.js';
 import {
@@ -529,6 +534,104 @@ describe('outbox repository: settling a fan-out row, claiming', () => {
     } finally {
       recorder?.restore();
       await db.deleteFrom('broadcast_outbox').execute();
+    }
+  });
+});
+
+describe('outbox repository with a reader (the broadcast worker thread on SQLite)', () => {
+  let directory: string;
+  let storage: Storage;
+  before(async () => {
+    directory = mkdtempSync(join(tmpdir(), 'switchyard-outbox-reader-'));
+    storage = await openStorage({
+      url: `sqlite:${join(directory, 'db.sqlite')}`,
+      schema: 'main',
+      thread: true,
+      reader: true,
+    });
+    await initializeStorage({ storage, initialCreditsUsd: 0, now: new Date() });
+  });
+  after(async () => {
+    await storage.close();
+    rmSync(directory, { recursive: true, force: true });
+  });
+
+  /** A statement of a few hundred milliseconds on the SQLite thread; `done()` tells whether it ended. */
+  const occupyThread = () => {
+    let ended = false;
+    const running = sql`
+      with recursive counter(n) as (select 1 union all select n + 1 from counter where n < 3000000)
+      select sum(n) as total from counter`
+      .execute(storage.db)
+      .then(() => {
+        ended = true;
+      });
+    return { done: () => ended, running };
+  };
+
+  it('reads held rows and what is due on its own connection, without waiting for the SQLite thread', async () => {
+    assert.ok(storage.reader);
+    const repository = createOutboxRepository(storage);
+    const held = row({ lease_until: '2030-01-01T00:01:00.000Z', leased_by: 'me' });
+    const claimedSince = row({ lease_until: '2030-01-01T00:02:00.000Z', leased_by: 'me' });
+    await storage.db.insertInto('broadcast_outbox').values([held, claimedSince]).execute();
+    const stored = [held, { ...claimedSince, lease_until: '2030-01-01T00:01:00.000Z' }].map((found) => ({
+      id: found.id,
+      leased_by: 'me',
+      lease_until: String(found.lease_until),
+    }));
+
+    const busy = occupyThread();
+    const read = await repository.heldRows(stored, 'me');
+    assert.equal(busy.done(), false, 'the read waited for the statement the SQLite thread was running');
+    assert.deepEqual(
+      read.map((found) => [found.id, found.payload]),
+      [[held.id, '{}']],
+    );
+    // Nothing due (both rows are leased): the claim answers from the reader, with no write queued.
+    const claimed = await repository.claim({
+      limit: 10,
+      fanOutLimit: 5,
+      now: new Date('2030-01-01T00:00:10.000Z'),
+      leaseUntil: new Date('2030-01-01T00:03:00.000Z'),
+      owner: 'me',
+      busy: [],
+    });
+    assert.deepEqual(claimed, { fanOuts: [], rows: [] });
+    assert.equal(busy.done(), false, 'the claim waited for the statement the SQLite thread was running');
+    await busy.running;
+
+    // Writes still go through the SQLite thread; the reader sees each once committed.
+    await repository.remove([held.id]);
+    assert.deepEqual(await repository.heldRows(stored, 'me'), []);
+  });
+
+  it('cannot write through the reader', async () => {
+    assert.ok(storage.reader);
+    await assert.rejects(
+      storage.reader.insertInto('broadcast_outbox').values(row({})).execute(),
+      (error: Error & { code?: string }) => error.code === 'SQLITE_READONLY',
+    );
+  });
+
+  it('is opened only when asked, for a SQLite file in its thread', async () => {
+    const memory = await openStorage({ url: 'sqlite::memory:', schema: 'main', thread: true, reader: true });
+    const onThisThread = await openStorage({
+      url: `sqlite:${join(directory, 'other.sqlite')}`,
+      schema: 'main',
+      reader: true,
+    });
+    const notAsked = await openStorage({
+      url: `sqlite:${join(directory, 'third.sqlite')}`,
+      schema: 'main',
+      thread: true,
+    });
+    try {
+      assert.equal(memory.reader, null);
+      assert.equal(onThisThread.reader, null);
+      assert.equal(notAsked.reader, null);
+    } finally {
+      await Promise.all([memory.close(), onThisThread.close(), notAsked.close()]);
     }
   });
 });
