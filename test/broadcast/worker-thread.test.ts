@@ -175,20 +175,34 @@ describe('the broadcast worker in its own thread', () => {
     await waitUntil('the retry counted', async () => (await metric(gateway, retried)) - before === 1);
   });
 
-  it('sends to a destination edited a moment ago at its new address (changes reach the thread at once)', async () => {
-    const first = await receiver();
-    const second = await receiver();
-    const id = await createWebhook(gateway, first);
-    await chat(gateway, app.key);
-    await waitUntil('the first event at the first address', () => first.deliveries().length === 1);
-    // Within the worker's one-second cache of the destination: only the forwarded change clears it.
-    const patched = await gateway.request('PATCH', `/api/v1/observability/destinations/${id}`, {
-      body: { config: { url: `${second.url}/hook` } },
-    });
-    assert.equal(patched.status, 200, patched.text);
-    await chat(gateway, app.key);
-    await waitUntil('the second event at the new address', () => second.deliveries().length === 1);
-    assert.equal(first.deliveries().length, 1);
+  it('sends to a destination edited a moment ago at its new address (changes reach the thread at once)', async (t) => {
+    const addresses = [await receiver(), await receiver()];
+    const [firstAddress] = addresses;
+    if (!firstAddress) throw new Error('two receivers');
+    const id = await createWebhook(gateway, firstAddress);
+    // Conclusive only when the second event is sent within the worker's one-second cache of the
+    // destination, filled at the first: then only the forwarded change can have cleared it. A host
+    // too slow for that tries again, flipping the address back, and gives up unable to tell.
+    for (let attempt = 0; attempt < 3; attempt += 1) {
+      const [from, to] = attempt % 2 === 0 ? addresses : [addresses[1], addresses[0]];
+      if (!from || !to) throw new Error('two receivers');
+      const atFrom = from.deliveries().length;
+      const atTo = to.deliveries().length;
+      const started = performance.now();
+      await chat(gateway, app.key);
+      await waitUntil('the first event at the old address', () => from.deliveries().length === atFrom + 1);
+      const patched = await gateway.request('PATCH', `/api/v1/observability/destinations/${id}`, {
+        body: { config: { url: `${to.url}/hook` } },
+      });
+      assert.equal(patched.status, 200, patched.text);
+      await chat(gateway, app.key);
+      await waitUntil('the second event at the new address', () => to.deliveries().length === atTo + 1);
+      const elapsed = performance.now() - started;
+      assert.equal(from.deliveries().length, atFrom + 1, 'nothing more at the old address');
+      // The cache was filled after the first chat was sent and read before the second delivery.
+      if (elapsed < 900) return;
+    }
+    t.skip('each try took longer than the worker caches a destination: this host cannot tell');
   });
 });
 
