@@ -162,7 +162,8 @@ export interface LaunchedGateway {
 }
 
 /**
- * Starts `<checkout>/dist/main.js serve` pinned to `cpu`, with SQLite in `directory` and
+ * Starts `<checkout>/dist/main.js serve` pinned to `cpu`, with SQLite in `directory` (or PostgreSQL
+ * at BENCH_DATABASE_URL) and
  * bench/inference-config.yaml pointing at `upstreamOrigin`, and creates an inference key. Throws with
  * a short reason when the gateway does not start or refuses the key.
  */
@@ -179,10 +180,20 @@ export async function launchGateway(options: {
   if (!existsSync(main)) throw new Error(`no ${main}: run npm run build there`);
   const port = await freePort();
   const managementKey = `sk-sy-v1-${randomBytes(32).toString('hex')}`;
+  // BENCH_DATABASE_URL (postgres://…): each gateway in a schema of its own, `bench_<port>`, left
+  // behind for a look afterwards (drop them with `drop schema … cascade`).
+  const postgres = process.env.BENCH_DATABASE_URL;
+  const database: Record<string, string> = postgres
+    ? {
+        DATABASE_URL: postgres,
+        DATABASE_SCHEMA: `bench_${port}`,
+        SWITCHYARD_MASTER_KEY: randomBytes(32).toString('hex'),
+      }
+    : { DATABASE_URL: `sqlite:${join(options.directory, 'bench.db')}` };
   const child = startPinned(options.cpu, [...(options.nodeArgs ?? []), main, 'serve'], {
     PORT: String(port),
     HOST: '127.0.0.1',
-    DATABASE_URL: `sqlite:${join(options.directory, 'bench.db')}`,
+    ...database,
     SWITCHYARD_BOOTSTRAP_KEY: managementKey,
     SWITCHYARD_CONFIG: join(options.configRoot ?? options.checkout, 'bench/inference-config.yaml'),
     LOG_LEVEL: 'warn',
