@@ -98,13 +98,14 @@ class ImmediateSqliteDialect extends SqliteDialect {
  * A read-only connection to a SQLite file for `Storage.reader`. It takes no write lock; in WAL mode
  * a reader waits for no writer, and a writer for no reader.
  */
-function openSqliteReader(path: string): Kysely<Database> {
+function openSqliteReader(path: string): { db: Kysely<Database>; database: SqliteDatabase.Database } {
   const database = new SqliteDatabase(path, { readonly: true, fileMustExist: true });
   // Busy only while another connection recovers the WAL (after a crash); wait as writers do.
   database.pragma('busy_timeout = 5000');
-  return new Kysely<Database>({
+  const db = new Kysely<Database>({
     dialect: new SqliteDialect({ database: cachingStatements(database, STATEMENT_CACHE_SIZE) }),
   });
+  return { db, database };
 }
 
 function openSqlite(path: string): { dialect: SqliteDialect; database: SqliteDatabase.Database } {
@@ -196,10 +197,16 @@ export async function openStorage(options: {
         })
       : null;
   const sqlite = path !== null && !sqliteThread ? openSqlite(path) : null;
-  // Opened after the SQLite thread, which created the file (and its WAL) and migrated nothing yet:
-  // a read-only connection cannot create either.
-  const reader =
-    sqliteThread && path !== null && path !== ':memory:' && options.reader ? openSqliteReader(path) : null;
+  // Opened after the SQLite thread, which creates the file: a read-only connection cannot.
+  let reader: ReturnType<typeof openSqliteReader> | null = null;
+  if (sqliteThread && path !== null && path !== ':memory:' && options.reader) {
+    try {
+      reader = openSqliteReader(path);
+    } catch (error) {
+      await sqliteThread.close();
+      throw error;
+    }
+  }
   const checkpointer =
     sqlite && path !== null && path !== ':memory:' && options.backgroundCheckpoint
       ? startSqliteCheckpointer({
@@ -237,7 +244,7 @@ export async function openStorage(options: {
     sqliteThread,
     checkpointer,
     commitThread,
-    reader,
+    reader: reader?.db ?? null,
     queryCount: () => queries,
     ping: async () => {
       await sql`select 1`.execute(db);
@@ -249,7 +256,8 @@ export async function openStorage(options: {
       // checkpoints what is left and removes the WAL.
       await checkpointer?.stop();
       await commitThread?.close();
-      await reader?.destroy();
+      await reader?.db.destroy();
+      if (reader?.database.open) reader.database.close();
       await db.destroy();
       // Kysely closes only a driver it has used: the raw connection (or the thread) may be open still.
       if (sqlite?.database.open) sqlite.database.close();

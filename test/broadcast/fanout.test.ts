@@ -1,5 +1,5 @@
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readlinkSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, afterEach, before, describe, it } from 'node:test';
@@ -612,6 +612,33 @@ describe('outbox repository with a reader (the broadcast worker thread on SQLite
       storage.reader.insertInto('broadcast_outbox').values(row({})).execute(),
       (error: Error & { code?: string }) => error.code === 'SQLITE_READONLY',
     );
+  });
+
+  it('is closed with the storage, used or not: no file of the database left open, no WAL left behind', async (t) => {
+    if (process.platform !== 'linux') {
+      t.skip('reads /proc/self/fd');
+      return;
+    }
+    /** This process's descriptors open on the database's files. */
+    const openOn = (path: string) =>
+      readdirSync('/proc/self/fd').filter((fd) => {
+        try {
+          return readlinkSync(`/proc/self/fd/${fd}`).startsWith(path);
+        } catch {
+          return false;
+        }
+      }).length;
+    for (const use of [false, true]) {
+      const path = join(directory, `closed-${use}.sqlite`);
+      const opened = await openStorage({ url: `sqlite:${path}`, schema: 'main', thread: true, reader: true });
+      await sql`create table notes (id integer primary key)`.execute(opened.db);
+      if (use) await sql`select count(*) from notes`.execute(opened.reader as NonNullable<Storage['reader']>);
+      assert.ok(openOn(path) > 0);
+      await opened.close();
+      const state = use ? 'used' : 'unused';
+      assert.equal(openOn(path), 0, `a descriptor left open (reader ${state})`);
+      assert.equal(existsSync(`${path}-wal`), false, `the WAL left behind (reader ${state})`);
+    }
   });
 
   it('is opened only when asked, for a SQLite file in its thread', async () => {
