@@ -1,3 +1,4 @@
+import { type ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -36,7 +37,7 @@ import { steadyLoad } from './steady-load.js';
  *   node --import tsx bench/broadcast-latency.ts [--rounds 5] [--seconds 5] [--rate 200]
  *     [--arrivals steady|bursts] [--control] [--warmup 2] [--base <checkout>]
  *     [--broadcast webhook,otel-collector,langfuse] [--variant "broadcast.delivery_thread=false"]…
- *     [--settings "sqlite_thread=true"] [--gateway-cpus 0,1]
+ *     [--settings "sqlite_thread=true"] [--gateway-cpus 0,1] [--idle-load 10]
  *
  * `--control` adds a second gateway without destinations, run in turn like the others: the spread
  * between two identical gateways on this host, against which a broadcasting gateway's difference
@@ -47,6 +48,10 @@ import { steadyLoad } from './steady-load.js';
  *
  * `--settings` gives every gateway of this checkout (those without destinations too) the same
  * settings, e.g. to read what broadcast adds with SQLite in its thread; a variant's own win.
+ *
+ * `--idle-load <percent>` adds a gateway without destinations whose windows run beside a busy loop
+ * in SCHED_IDLE on the gateways' CPUs, taking that share of a core: what a load of broadcast's size
+ * costs the requests when it runs in the lowest class, paired by round like the rest.
  *
  * `--warmup` is each gateway's load before the first round (default 2 s): V8 is still compiling
  * the request path 20 s into a 200 req/s load, so `--warmup 30` measures a long-running instance.
@@ -78,6 +83,12 @@ const { values } = parseArgs({
     /** Another checkout (built, e.g. a git worktree of the commit before a change): one more broadcasting gateway runs it. */
     base: { type: 'string' },
     'gateway-cpus': { type: 'string' },
+    /**
+     * Adds a gateway without destinations whose load windows run beside a SCHED_IDLE busy loop on
+     * the gateways' CPUs taking this percentage of a core (1 ms periods of 10 ms at 10): what an
+     * idle-class load of broadcast's size costs the requests by itself, paired by round.
+     */
+    'idle-load': { type: 'string' },
   },
 });
 
@@ -94,6 +105,9 @@ const positive = (name: string, text: string | undefined): number => {
 const rounds = positive('rounds', values.rounds);
 const seconds = positive('seconds', values.seconds);
 const rate = positive('rate', values.rate);
+const idleLoad = values['idle-load'] === undefined ? undefined : Number(values['idle-load']);
+if (idleLoad !== undefined && !(idleLoad > 0 && idleLoad < 100))
+  fail(`--idle-load is a percentage of a core between 0 and 100, got "${values['idle-load']}"`);
 const warmup = positive('warmup', values.warmup);
 if (values.arrivals !== 'steady' && values.arrivals !== 'bursts')
   fail(`--arrivals is steady or bursts, got "${values.arrivals}"`);
@@ -140,6 +154,8 @@ interface Contender {
   /** The checkout whose build it runs (this one, or `--base`). */
   checkout: string;
   gateway?: LaunchedGateway;
+  /** `--idle-load`: the percentage of a core an idle-class busy loop takes during its windows. */
+  idleLoad?: number;
   p50: number[];
   p99: number[];
   /** Every round's latencies, for percentiles over the whole run (one round's p99 is ~10 requests). */
@@ -188,11 +204,18 @@ function addGc(into: GcTotals, after: GcTotals, before: GcTotals): void {
 const scratch = mkdtempSync(join(tmpdir(), 'switchyard-broadcast-latency-'));
 const baseConfig = readFileSync(join(root, 'bench/inference-config.yaml'), 'utf8');
 /** A gateway to load in turn, with empty figures. */
-const newContender = (name: string, broadcast: boolean, configRoot: string, checkout = root): Contender => ({
+const newContender = (
+  name: string,
+  broadcast: boolean,
+  configRoot: string,
+  checkout = root,
+  extra: Pick<Contender, 'idleLoad'> = {},
+): Contender => ({
   name,
   broadcast,
   configRoot,
   checkout,
+  ...extra,
   p50: [],
   p99: [],
   all: [],
@@ -214,6 +237,19 @@ const contenders: Contender[] = [
       configRootWith(`variant-${index}`, shared, variant),
     ),
   ),
+  ...(idleLoad !== undefined
+    ? [
+        newContender(
+          `no destinations, idle-class load ${idleLoad}%`,
+          false,
+          configRootWith('plain', shared),
+          root,
+          {
+            idleLoad,
+          },
+        ),
+      ]
+    : []),
   // The same settings as the first broadcasting gateway, on the base checkout's build.
   ...(values.base
     ? [
@@ -339,7 +375,10 @@ try {
       const before = cpuSeconds(pid);
       const mainBefore = cpuSeconds(pid, pid);
       const gcBefore = await gcTotals(gateway.origin);
-      const { requests, failed, latencies } = await load(gateway, seconds);
+      const spinner = contender.idleLoad === undefined ? undefined : await startIdleLoad(contender.idleLoad);
+      const { requests, failed, latencies } = await load(gateway, seconds).finally(() =>
+        spinner?.kill('SIGKILL'),
+      );
       addGc(contender.gc, await gcTotals(gateway.origin), gcBefore);
       contender.requests += requests;
       const p50 = percentile(latencies, 0.5);
@@ -382,6 +421,31 @@ try {
   await receivers.close();
   await stopAll();
   rmSync(scratch, { recursive: true, force: true });
+}
+
+/**
+ * A busy loop in SCHED_IDLE on the gateways' CPUs (`chrt -i 0`, `taskset`): `percent` of each 10 ms
+ * spent spinning, the rest asleep. Resolves once it has started spinning.
+ */
+async function startIdleLoad(percent: number): Promise<ChildProcess> {
+  const busy = percent / 10;
+  const loop = `const busy=${busy};const tick=()=>{const end=performance.now()+busy;while(performance.now()<end);setTimeout(tick,Math.max(0,10-busy))};process.stdout.write('spinning\\n');tick();`;
+  const child = spawn(
+    'chrt',
+    ['-i', '0', 'taskset', '-c', String(gatewayCpus), process.execPath, '-e', loop],
+    {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    },
+  );
+  await new Promise<void>((started, failed) => {
+    child.once('error', failed);
+    child.once('exit', (code) =>
+      failed(new Error(`the idle-class load exited (${code}); chrt is part of util-linux`)),
+    );
+    child.stdout?.once('data', () => started());
+  });
+  child.removeAllListeners('exit');
+  return child;
 }
 
 /**
