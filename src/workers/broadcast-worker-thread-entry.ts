@@ -12,7 +12,7 @@ import { createExporterHttp } from '../broadcast/exporter-http.js';
 import { resolveMasterKey } from '../config/master-key.js';
 import type { ChangeBus, ChangeHandler } from '../platform/change-bus.js';
 import { systemClock } from '../platform/clock.js';
-import { lowerThreadPriority } from '../platform/idle-scheduling.js';
+import { currentThreadId, lowerThreadPriority } from '../platform/idle-scheduling.js';
 import { createSecretBox } from '../platform/secret-box.js';
 import { openStorage } from '../storage/database.js';
 import type { SqliteThread } from '../storage/sqlite-thread.js';
@@ -139,8 +139,14 @@ running.then(
   },
 );
 
-// Handled in order, each once the worker exists.
+const threadId = currentThreadId();
+
+// Handled in order, each once the worker exists; the watchdog's pings at once.
 port.on('message', (message: WorkerThreadMessage) => {
+  if (message.kind === 'ping') {
+    reply({ kind: 'pong', id: message.id, tid: threadId });
+    return;
+  }
   void running.then(
     async ({ worker, storage, http }) => {
       switch (message.kind) {

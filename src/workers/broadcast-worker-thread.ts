@@ -8,6 +8,7 @@ import type { Config } from '../config/config-schema.js';
 import type { ChangeBus } from '../platform/change-bus.js';
 import { type LoweredPriority, reportLoweredPriority } from '../platform/idle-scheduling.js';
 import { startModuleThread } from '../platform/module-thread.js';
+import { watchThread } from '../platform/thread-watchdog.js';
 import type { Storage } from '../storage/database.js';
 import type { BroadcastOutboxTable } from '../storage/database-schema.js';
 import type { StoredOutboxRow } from '../storage/sqlite-thread.js';
@@ -32,6 +33,8 @@ export type WorkerThreadMessage =
   | { kind: 'policy'; message: string }
   | { kind: 'resync' }
   | { kind: 'drain'; id: number }
+  /** The watchdog's: answered at once from the thread's event loop. */
+  | { kind: 'ping'; id: number }
   | { kind: 'stop' };
 
 /** Thread → parent. */
@@ -47,6 +50,8 @@ export type WorkerThreadReply =
   /** What it lowered itself to, after its first batch. */
   | { kind: 'priority'; priority: LoweredPriority }
   | { kind: 'drained'; id: number }
+  /** The answer to a ping, with the thread's id (for its scheduler statistics; null off Linux). */
+  | { kind: 'pong'; id: number; tid: number | null }
   /** The worker stopped (its sends aborted and handed back) and its connection is closed. */
   | { kind: 'stopped' };
 
@@ -69,6 +74,14 @@ const STOP_GRACE_MS = 10_000;
  * at a few hundred generations a second, a few megabytes at most.
  */
 const MAX_REMEMBERED = 50_000;
+/**
+ * The watchdog (platform/thread-watchdog.ts): a ping this often, and one unanswered this long is
+ * judged from the thread's statistics — busy in code that never yields, or blocked outside its
+ * event loop, ends the thread and the next one starts; starved of the CPU (SCHED_IDLE under load)
+ * is waited out.
+ */
+const WATCHDOG_INTERVAL_MS = 10_000;
+const WATCHDOG_HANG_AFTER_MS = 60_000;
 /** Below this many remembered events none is dropped (pruning runs when the list has doubled since). */
 const PRUNE_FROM = 1_000;
 
@@ -98,6 +111,8 @@ export function createThreadedBroadcastWorker(options: {
   owner?: string;
   /** Told of each thread started (tests stop one to see its events handed to the next). */
   onThreadStart?: (thread: Worker) => void;
+  /** Tests shorten the watchdog's times (milliseconds). */
+  watchdog?: { intervalMs: number; hangAfterMs: number };
 }) {
   const { logger } = options;
   const owner = options.owner ?? `worker-${randomUUID()}`;
@@ -163,8 +178,31 @@ export function createThreadedBroadcastWorker(options: {
     thread = current;
     options.onThreadStart?.(current);
     const startedAt = Date.now();
+    const watchdog = watchThread({
+      intervalMs: options.watchdog?.intervalMs ?? WATCHDOG_INTERVAL_MS,
+      hangAfterMs: options.watchdog?.hangAfterMs ?? WATCHDOG_HANG_AFTER_MS,
+      ping: (id) => {
+        if (thread === current) post({ kind: 'ping', id });
+      },
+      onHang: (reason, detail) => {
+        logger.error(
+          {
+            reason,
+            unanswered_ms: detail.unansweredMs,
+            cpu_share: Number(detail.cpuShare.toFixed(2)),
+            thread_state: detail.state,
+          },
+          'broadcast worker thread hung; ending it (the next one takes over its events)',
+        );
+        // Its exit starts the next thread, which is handed what this one held.
+        void current.terminate();
+      },
+    });
     current.on('message', (reply: WorkerThreadReply) => {
       switch (reply.kind) {
+        case 'pong':
+          watchdog.answered(reply.id, reply.tid);
+          return;
         case 'count':
           metrics?.count(reply.type, reply.outcome, reply.events);
           return;
@@ -195,6 +233,7 @@ export function createThreadedBroadcastWorker(options: {
       logger.error({ err: error }, 'broadcast worker thread failed');
     });
     current.on('exit', (code) => {
+      watchdog.stop();
       if (thread === current) thread = null;
       // What it held and had not settled is still leased here: kept for the next thread.
       forgetExpired();

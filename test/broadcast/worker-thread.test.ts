@@ -1,6 +1,7 @@
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import { getPriority } from 'node:os';
 import { after, afterEach, before, describe, it } from 'node:test';
 import type { Worker } from 'node:worker_threads';
@@ -22,6 +23,29 @@ import {
 } from './delivery-harness.js';
 
 const chrtInstalled = spawnSync('chrt', ['--help']).status === 0;
+
+/**
+ * Runs `expression` in `thread` through the inspector, without waiting for it: a thread made to hang
+ * for real. Returns what disconnects the session.
+ */
+async function evaluateInThread(thread: Worker, expression: string): Promise<() => Promise<void>> {
+  const session = new Session();
+  session.connect();
+  const attached = new Promise<string>((resolve) => {
+    session.on('NodeWorker.attachedToWorker', (message) => {
+      // The inspector numbers workers its own way; the title names the thread.
+      if (message.params.workerInfo.title === `[worker ${thread.threadId}]`)
+        resolve(message.params.sessionId);
+    });
+  });
+  await session.post('NodeWorker.enable', { waitForDebuggerOnStart: false });
+  const sessionId = await attached;
+  await session.post('NodeWorker.sendMessageToWorker', {
+    sessionId,
+    message: JSON.stringify({ id: 1, method: 'Runtime.evaluate', params: { expression } }),
+  });
+  return async () => session.disconnect();
+}
 
 /** The worker in its own thread, with a connection of its own (`broadcast.worker_thread`, the default). */
 const IN_ITS_THREAD = { worker_thread: true };
@@ -288,7 +312,10 @@ describe('the broadcast worker thread hands events on', () => {
     return { id: String(row?.id), leased_by: OWNER, lease_until: lease };
   }
 
-  function threadedWorker(threads: Worker[]) {
+  function threadedWorker(
+    threads: Worker[],
+    extra: Partial<Pick<Parameters<typeof createThreadedBroadcastWorker>[0], 'watchdog' | 'logger'>> = {},
+  ) {
     const worker = createThreadedBroadcastWorker({
       storage: gateway.services.storage,
       settings: { ...gateway.config.broadcast, lease_ms: 60_000, batch_linger_ms: 0 },
@@ -299,6 +326,7 @@ describe('the broadcast worker thread hands events on', () => {
       logger: { info: () => undefined, warn: () => undefined, error: () => undefined },
       owner: OWNER,
       onThreadStart: (thread) => threads.push(thread),
+      ...extra,
     });
     closers.push(() => worker.stop());
     return worker;
@@ -355,6 +383,41 @@ describe('the broadcast worker thread hands events on', () => {
     assert.equal(claimed?.leased_by, OWNER, 'claimed by the thread for a minute');
     hang = false;
     await sentAgainAfterTermination(threads, hook);
+  });
+
+  it('to the next thread when one hangs: the watchdog ends it and what it held goes out at once', async () => {
+    let hang = true;
+    const hook = await startHookReceiver(() => (hang ? 'hang' : { status: 200, body: {} }));
+    closers.push(() => hook.close());
+    const handed = await handedEvent(hook);
+    const threads: Worker[] = [];
+    const errors: Array<{ fields: Record<string, unknown>; message: string }> = [];
+    const worker = threadedWorker(threads, {
+      watchdog: { intervalMs: 100, hangAfterMs: 500 },
+      logger: {
+        info: () => undefined,
+        warn: () => undefined,
+        error: (fields: Record<string, unknown>, message: string) => errors.push({ fields, message }),
+      },
+    });
+    worker.start();
+    worker.acceptStored([handed]);
+    await waitUntil('the first send under way', () => hook.deliveries().length === 1);
+    hang = false;
+    // The thread's JavaScript runs a loop that never ends (through the inspector, as a bug would).
+    closers.push(await evaluateInThread(threads[0] as Worker, 'for (;;) {}'));
+    await waitUntil('the event sent again by the next thread', () => hook.deliveries().length === 2);
+    await waitUntil('an empty outbox', async () => (await outboxRows(gateway)).length === 0);
+    const hung = errors.find((error) => error.message.includes('hung'));
+    assert.equal(hung?.fields.reason, 'busy');
+    assert.ok(Number(hung?.fields.cpu_share) > 0.5);
+    const keys = hook.deliveries().map((delivery) => delivery.headers['idempotency-key']);
+    assert.equal(keys[0], keys[1], 'sent again under the same idempotency key');
+    // The next thread answers its pings: the same short watchdog leaves it running.
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    assert.equal(threads.length, 2);
+    assert.equal(errors.filter((error) => error.message.includes('hung')).length, 1);
+    assert.equal(hook.deliveries().length, 2);
   });
 
   it('to the first thread when they were handed before the worker started', async () => {
