@@ -25,26 +25,33 @@ import {
 const chrtInstalled = spawnSync('chrt', ['--help']).status === 0;
 
 /**
- * Runs `expression` in `thread` through the inspector, without waiting for it: a thread made to hang
- * for real. Returns what disconnects the session.
+ * The process's worker threads as the inspector sees them (nested ones too), from now on: each
+ * thread's title (`[worker <threadId>]`), URL (empty for one started from source text) and session,
+ * to evaluate an expression in one without waiting for it.
  */
-async function evaluateInThread(thread: Worker, expression: string): Promise<() => Promise<void>> {
+async function inspectThreads() {
   const session = new Session();
   session.connect();
-  const attached = new Promise<string>((resolve) => {
-    session.on('NodeWorker.attachedToWorker', (message) => {
-      // The inspector numbers workers its own way; the title names the thread.
-      if (message.params.workerInfo.title === `[worker ${thread.threadId}]`)
-        resolve(message.params.sessionId);
-    });
+  const threads = new Map<string, { url: string; sessionId: string }>();
+  session.on('NodeWorker.attachedToWorker', (message) => {
+    const { workerInfo, sessionId } = message.params;
+    threads.set(workerInfo.title, { url: workerInfo.url, sessionId });
   });
   await session.post('NodeWorker.enable', { waitForDebuggerOnStart: false });
-  const sessionId = await attached;
-  await session.post('NodeWorker.sendMessageToWorker', {
-    sessionId,
-    message: JSON.stringify({ id: 1, method: 'Runtime.evaluate', params: { expression } }),
-  });
-  return async () => session.disconnect();
+  return {
+    titles: () => new Set(threads.keys()),
+    threads,
+    async evaluate(title: string, expression: string): Promise<void> {
+      await waitUntil(`the inspector attached to ${title}`, () => threads.has(title), 2_000);
+      const thread = threads.get(title);
+      if (!thread) throw new Error(`no thread ${title}`);
+      await session.post('NodeWorker.sendMessageToWorker', {
+        sessionId: thread.sessionId,
+        message: JSON.stringify({ id: 1, method: 'Runtime.evaluate', params: { expression } }),
+      });
+    },
+    close: async () => session.disconnect(),
+  };
 }
 
 /** The worker in its own thread, with a connection of its own (`broadcast.worker_thread`, the default). */
@@ -405,7 +412,9 @@ describe('the broadcast worker thread hands events on', () => {
     await waitUntil('the first send under way', () => hook.deliveries().length === 1);
     hang = false;
     // The thread's JavaScript runs a loop that never ends (through the inspector, as a bug would).
-    closers.push(await evaluateInThread(threads[0] as Worker, 'for (;;) {}'));
+    const inspector = await inspectThreads();
+    closers.push(inspector.close);
+    await inspector.evaluate(`[worker ${threads[0]?.threadId}]`, 'for (;;) {}');
     await waitUntil('the event sent again by the next thread', () => hook.deliveries().length === 2);
     await waitUntil('an empty outbox', async () => (await outboxRows(gateway)).length === 0);
     const hung = errors.find((error) => error.message.includes('hung'));
@@ -418,6 +427,49 @@ describe('the broadcast worker thread hands events on', () => {
     assert.equal(threads.length, 2);
     assert.equal(errors.filter((error) => error.message.includes('hung')).length, 1);
     assert.equal(hook.deliveries().length, 2);
+  });
+
+  it('to the next thread when one loses its SQLite thread: it ends, and what it held goes out at once', async (context) => {
+    if (gateway.services.storage.kind !== 'sqlite') return context.skip('PostgreSQL: no SQLite thread');
+    let hang = true;
+    const hook = await startHookReceiver(() => (hang ? 'hang' : { status: 200, body: {} }));
+    closers.push(() => hook.close());
+    const handed = await handedEvent(hook);
+    const threads: Worker[] = [];
+    const errors: string[] = [];
+    const inspector = await inspectThreads();
+    closers.push(inspector.close);
+    const before = inspector.titles();
+    const worker = threadedWorker(threads);
+    worker.start();
+    worker.acceptStored([handed]);
+    await waitUntil('the first send under way', () => hook.deliveries().length === 1);
+    hang = false;
+    const first = threads[0] as Worker;
+    const exited = new Promise<number>((resolve) => first.once('exit', resolve));
+    first.on('error', (error) => errors.push(error.message));
+    // The threads started since: the worker thread, its loader's and its SQLite thread (the one from
+    // source text).
+    const started = [...inspector.threads].filter(
+      ([title, thread]) => !before.has(title) && title !== `[worker ${first.threadId}]` && thread.url === '',
+    );
+    assert.equal(started.length, 1, JSON.stringify(started));
+    // Its SQLite thread ends (as a crash would); the worker thread cannot replace it at the idle
+    // class's priority, so it ends itself.
+    await inspector.evaluate(started[0]?.[0] as string, 'process.exit(7)');
+    const exitCode = await Promise.race([
+      exited,
+      new Promise<never>((_, reject) =>
+        setTimeout(() => reject(new Error('the worker thread did not end')), 10_000).unref(),
+      ),
+    ]);
+    assert.equal(exitCode, 1, 'the worker thread exits with code 1');
+    await waitUntil('the event sent again by the next thread', () => hook.deliveries().length === 2);
+    await waitUntil('an empty outbox', async () => (await outboxRows(gateway)).length === 0);
+    assert.equal(threads.length, 2);
+    const keys = hook.deliveries().map((delivery) => delivery.headers['idempotency-key']);
+    assert.equal(keys[0], keys[1], 'sent again under the same idempotency key');
+    assert.deepEqual(errors, []);
   });
 
   it('to the first thread when they were handed before the worker started', async () => {
