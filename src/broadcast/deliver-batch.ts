@@ -71,14 +71,16 @@ export async function deliverBatch(
   const items: OutboxItem[] = [];
   /** Request index of each item sent. */
   const positions: number[] = [];
-  request.items.forEach((stored, index) => {
+  // A loop, not a callback made per batch (docs/decisions.md, "The broadcast worker's per-row steps
+  // are loops").
+  for (const [index, stored] of request.items.entries()) {
     let event = stored.event;
     if (event === undefined) {
       try {
         event = JSON.parse(payloadJson(stored.payload)) as BroadcastEvent;
       } catch {
         unreadable.push({ index, retryable: false, message: 'the stored event is not valid JSON' });
-        return;
+        continue;
       }
     }
     if (request.view) event = eventForDestination(request.view, event);
@@ -89,7 +91,7 @@ export async function deliverBatch(
     });
     items.push({ event, idempotencyKey, attempt: stored.attempt });
     positions.push(index);
-  });
+  }
   if (items.length === 0) return { rejected: unreadable };
   /** Request index of a sent item's index; -1 (settling nothing) for one the exporter made up. */
   const at = (index: number) => positions[index] ?? -1;

@@ -265,9 +265,9 @@ export function createBroadcastWorker(options: {
     for (const [destinationId, queue] of handoff) {
       if (taken.size >= free) break;
       if (skip.has(destinationId) || readyAt(queue) > now) continue;
-      const batch = queue.rows
-        .splice(0, settings.claim_batch)
-        .map((row) => outbox.partFor(row, destinationId));
+      const batch: BroadcastOutboxTable[] = [];
+      for (const row of queue.rows.splice(0, settings.claim_batch))
+        batch.push(outbox.partFor(row, destinationId));
       // What is left was queued as long: it goes next without a fresh linger.
       if (queue.rows.length === 0) handoff.delete(destinationId);
       handoffSize -= batch.length;
@@ -525,7 +525,28 @@ export function createBroadcastWorker(options: {
     }
     // An event that was claimed more often than allowed without ever being settled (a process that
     // died while sending it, again and again) is given up instead of retried forever.
-    const exhausted = rows.filter((row) => row.attempts > settings.max_attempts);
+    const exhausted: BroadcastOutboxTable[] = [];
+    // Loops, not per-call callbacks, in the worker's per-row steps (docs/decisions.md, "The broadcast
+    // worker's per-row steps are loops").
+    const items: Array<{ row: BroadcastOutboxTable; item: StoredItem }> = [];
+    for (const row of rows) {
+      if (row.attempts > settings.max_attempts) {
+        exhausted.push(row);
+        continue;
+      }
+      // A handed-over row still has the event it was serialized from; others are parsed where they
+      // are sent (an unreadable one is refused alone and buried).
+      items.push({
+        row,
+        item: {
+          payload: payloadToSend(row),
+          event: eventOfBuiltRow(row),
+          idempotencyKey: row.idempotency_key,
+          generationId: row.generation_id,
+          attempt: row.attempts,
+        },
+      });
+    }
     for (const row of exhausted) {
       await bury(
         destination,
@@ -535,20 +556,6 @@ export function createBroadcastWorker(options: {
         }),
       );
     }
-    // A handed-over row still has the event it was serialized from; others are parsed where they
-    // are sent (an unreadable one is refused alone and buried).
-    const items: Array<{ row: BroadcastOutboxTable; item: StoredItem }> = rows
-      .filter((row) => row.attempts <= settings.max_attempts)
-      .map((row) => ({
-        row,
-        item: {
-          payload: payloadToSend(row),
-          event: eventOfBuiltRow(row),
-          idempotencyKey: row.idempotency_key,
-          generationId: row.generation_id,
-          attempt: row.attempts,
-        },
-      }));
     let config: Record<string, unknown>;
     try {
       config = configOf(destination);
@@ -616,7 +623,12 @@ export function createBroadcastWorker(options: {
     config: Record<string, unknown>,
     chunk: Array<{ row: BroadcastOutboxTable; item: StoredItem }>,
   ): Promise<{ pause: Date | null; unsent: Array<{ row: BroadcastOutboxTable; item: StoredItem }> }> {
-    const rows = chunk.map(({ row }) => row);
+    const rows: BroadcastOutboxTable[] = [];
+    const items: StoredItem[] = [];
+    for (const entry of chunk) {
+      rows.push(entry.row);
+      items.push(entry.item);
+    }
     // One controller per batch (AbortSignal.any on a long-lived signal leaks on Node 20).
     const controller = new AbortController();
     const onStop = () => controller.abort();
@@ -628,7 +640,7 @@ export function createBroadcastWorker(options: {
     try {
       const outcome = await deliverer.deliver({
         type: type.type,
-        items: chunk.map(({ item }) => item),
+        items,
         config,
         destination: { id: destination.id, name: destination.name, workspace_id: destination.workspace_id },
         signal: controller.signal,
@@ -660,17 +672,21 @@ export function createBroadcastWorker(options: {
     metrics?.latency(destination.type, performance.now() - started);
     const failedAt = new Set(stoppedAt?.failed);
     const unsentAt = new Set(stoppedAt?.unsent);
-    const delivered = rows.filter(
-      (_, index) => !rejected.has(index) && !failedAt.has(index) && !unsentAt.has(index),
-    );
-    await outbox.remove(
-      delivered.map((row) => row.id),
-      owner,
-    );
+    const delivered: BroadcastOutboxTable[] = [];
+    const deliveredIds: string[] = [];
+    for (let index = 0; index < rows.length; index += 1) {
+      if (rejected.has(index) || failedAt.has(index) || unsentAt.has(index)) continue;
+      const row = rows[index] as BroadcastOutboxTable;
+      delivered.push(row);
+      deliveredIds.push(row.id);
+    }
+    await outbox.remove(deliveredIds, owner);
     settled(delivered);
     metrics?.count(destination.type, 'delivered', delivered.length);
     let pause: Date | null = null;
-    const unsent = chunk.filter((_, index) => unsentAt.has(index));
+    const unsent: typeof chunk = [];
+    if (unsentAt.size > 0)
+      for (const [index, entry] of chunk.entries()) if (unsentAt.has(index)) unsent.push(entry);
     if (stoppedAt) {
       const failedRows = rows.filter((_, index) => failedAt.has(index));
       if (abort.signal.aborted) {
@@ -850,7 +866,8 @@ export function createBroadcastWorker(options: {
      * their lease, after which a claim finds them.
      */
     acceptStored(stored: readonly StoredOutboxRow[]) {
-      const mine = stored.filter((row) => row.leased_by === owner);
+      const mine: StoredOutboxRow[] = [];
+      for (const row of stored) if (row.leased_by === owner) mine.push(row);
       if (mine.length === 0) return;
       reading = reading
         .then(() => repository.heldRows(mine, owner))

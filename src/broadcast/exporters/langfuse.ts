@@ -78,11 +78,12 @@ async function sendBatch(
   items: readonly OutboxItem[],
   context: ExportContext<LangfuseConfig>,
 ): Promise<SendOutcome | undefined> {
-  const fragments = items.map((item) =>
-    ingestionEvents(item)
-      .map((event) => JSON.stringify(event))
-      .join(','),
-  );
+  const fragments: string[] = [];
+  for (const item of items) {
+    const events: string[] = [];
+    for (const event of ingestionEvents(item)) events.push(JSON.stringify(event));
+    fragments.push(events.join(','));
+  }
   return sendInGroups(packBySize(fragments, MAX_REQUEST_BYTES), async (group) => {
     const body = `{"batch":[${fragments.slice(group.start, group.end).join(',')}]}`;
     const response = await context.http.send(ingestionUrl(context.config), {

@@ -1,4 +1,5 @@
 import type { TSchema } from 'typebox';
+import type { BroadcastEvent } from '../broadcast-event.js';
 import {
   DeliveryError,
   type DestinationType,
@@ -114,13 +115,15 @@ async function deliverOtlpTraces(
 ): Promise<SendOutcome | undefined> {
   if (items.length === 0) return undefined;
   const { encodeOtlpTraces } = await loadOtlpSpans();
+  const all: number[] = [];
+  for (let index = 0; index < items.length; index += 1) all.push(index);
   const chunks = splitBySize(
-    items.map((_, index) => index),
-    (indexes) =>
-      encodeOtlpTraces(
-        indexes.map((index) => (items[index] as OutboxItem).event),
-        options,
-      ),
+    all,
+    (indexes) => {
+      const events: BroadcastEvent[] = [];
+      for (const index of indexes) events.push((items[index] as OutboxItem).event);
+      return encodeOtlpTraces(events, options);
+    },
     options.maxRequestBytes ?? DEFAULT_MAX_REQUEST_BYTES,
   );
   return sendChunks(

@@ -47,15 +47,14 @@ export const webhookDestination: DestinationType<WebhookConfig> = {
   testOnSave: true,
   send: async (items, context) => {
     const { encodeOtlpTraces } = await loadOtlpSpans();
-    return sendChunks(
-      items.map((item, index) => ({
+    const requests: Array<Parameters<typeof sendChunks>[0][number]> = [];
+    for (const [index, item] of items.entries())
+      requests.push({
         indexes: [index],
         body: encodeOtlpTraces([item.event]),
         headers: { 'Idempotency-Key': item.idempotencyKey },
-      })),
-      context,
-      target(context.config),
-    );
+      });
+    return sendChunks(requests, context, target(context.config));
   },
   testConnection: (context) => testOtlpConnection(context, target(context.config)),
 };
