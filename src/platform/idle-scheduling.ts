@@ -15,12 +15,19 @@ export function currentThreadId(): number | null {
   }
 }
 
+/**
+ * The fields of `/proc/self/task/<tid>/stat` after the command name (which may hold spaces and
+ * parentheses): index 0 is field 3 (the state), index n field n + 3. Throws when the thread is gone.
+ */
+export function threadStatFields(tid: number): string[] {
+  const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
+  return stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+}
+
 /** A thread's scheduling policy (0 normal, 5 SCHED_IDLE …), from `/proc/self/task/<tid>/stat`. */
 export function threadPolicy(tid: number): number {
-  const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
-  // Fields after the command name (which may hold spaces and parentheses): policy is field 41.
-  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-  return Number(fields[38]);
+  // Policy is field 41.
+  return Number(threadStatFields(tid)[38]);
 }
 
 type Run = (file: string, args: string[]) => Promise<void>;

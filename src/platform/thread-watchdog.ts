@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { threadStatFields } from './idle-scheduling.js';
 
 /** A thread's state and CPU time, from `/proc/self/task/<tid>/stat`. */
 export interface ThreadSample {
@@ -14,10 +14,8 @@ const TICKS_PER_SECOND = 100;
 /** The thread's sample, or null when it cannot be read (not Linux, or the thread has ended). */
 export function readThreadSample(tid: number): ThreadSample | null {
   try {
-    const stat = readFileSync(`/proc/self/task/${tid}/stat`, 'utf8');
-    // The fields after the command name (which may hold spaces and parentheses): state is field 3,
-    // utime and stime fields 14 and 15.
-    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    // State is field 3, utime and stime fields 14 and 15.
+    const fields = threadStatFields(tid);
     const ticks = Number(fields[11]) + Number(fields[12]);
     if (!fields[0] || !Number.isFinite(ticks)) return null;
     return { state: fields[0], cpuMs: (ticks * 1000) / TICKS_PER_SECOND };
