@@ -1,4 +1,5 @@
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import type { IncomingHttpHeaders } from 'node:http';
 import { isIP, type LookupFunction } from 'node:net';
 import ipaddr from 'ipaddr.js';
 import { Agent, type Dispatcher, errors } from 'undici';
@@ -149,44 +150,13 @@ export function createExporterHttp(options: { allowPrivateNetworks: boolean }): 
  */
 function exchange(agent: Agent, url: string, init: ExporterRequest): Promise<ExporterResponse> {
   return new Promise<ExporterResponse>((resolve, reject) => {
-    const { signal } = init;
-    let settled = false;
-    let controller: Dispatcher.DispatchController | null = null;
-    let status = 0;
-    let headers: ExporterResponse['headers'] = {};
-    const chunks: Buffer[] = [];
-    let size = 0;
-    let cut = false;
-    const reply = (): ExporterResponse => ({
-      status,
-      headers,
-      body:
-        chunks.length === 1 ? (chunks[0] as Buffer).toString('utf8') : Buffer.concat(chunks).toString('utf8'),
-    });
-    const finish = (outcome: { reply: ExporterResponse } | { error: unknown }) => {
-      if (settled) return;
-      settled = true;
-      signal?.removeEventListener('abort', onAbort);
-      if ('reply' in outcome) resolve(outcome.reply);
-      else reject(outcome.error);
-    };
-    const abortReason = () =>
-      signal?.reason instanceof Error ? signal.reason : new errors.RequestAbortedError();
-    function onAbort() {
-      if (controller) controller.abort(abortReason());
-      // Still queued for a connection: the exchange fails now, and is aborted when it starts.
-      else finish({ error: abortReason() });
-    }
-    if (signal?.aborted) {
-      finish({ error: abortReason() });
-      return;
-    }
-    signal?.addEventListener('abort', onAbort, { once: true });
+    const handler = new ExchangeHandler(init.signal, resolve, reject);
+    if (!handler.start()) return;
     let target: URL;
     try {
       target = new URL(url);
     } catch (error) {
-      finish({ error });
+      handler.fail(error);
       return;
     }
     try {
@@ -198,40 +168,118 @@ function exchange(agent: Agent, url: string, init: ExporterRequest): Promise<Exp
           headers: init.headers,
           body: init.body,
         },
-        {
-          onRequestStart(started) {
-            controller = started;
-            if (settled || signal?.aborted) started.abort(abortReason());
-          },
-          onResponseStart(_current, statusCode, responseHeaders) {
-            // An informational 1xx (103 Early Hints) comes before the real answer.
-            if (statusCode < 200) return;
-            status = statusCode;
-            headers = responseHeaders as ExporterResponse['headers'];
-          },
-          onResponseData(current, chunk) {
-            if (cut) return;
-            const room = MAX_RESPONSE_BYTES - size;
-            chunks.push(chunk.length > room ? chunk.subarray(0, room) : chunk);
-            size += chunk.length;
-            if (size >= MAX_RESPONSE_BYTES) {
-              // Enough to report: the rest is not read.
-              cut = true;
-              current.abort(new Error('response body over its cap'));
-            }
-          },
-          onResponseEnd() {
-            finish({ reply: reply() });
-          },
-          onResponseError(_current, error) {
-            finish(cut ? { reply: reply() } : { error });
-          },
-        },
+        handler,
       );
     } catch (error) {
-      finish({ error });
+      handler.fail(error);
     }
   });
+}
+
+/**
+ * The dispatch handler of one exchange. A class rather than an object literal of closures made per
+ * call: its methods are one set of functions for the life of the process, so their optimized code
+ * outlives the isolate's mark-compacts, where per-call closures were recompiled after each one
+ * (docs/decisions.md, "The broadcast worker's per-row steps are loops").
+ */
+class ExchangeHandler implements Dispatcher.DispatchHandler {
+  private settled = false;
+  private controller: Dispatcher.DispatchController | null = null;
+  private status = 0;
+  private headers: ExporterResponse['headers'] = {};
+  private readonly chunks: Buffer[] = [];
+  private size = 0;
+  private cut = false;
+  /** Bound once per exchange: the signal's listener must be the same function to be removed. */
+  private readonly onAbort: () => void;
+
+  constructor(
+    private readonly signal: AbortSignal | undefined,
+    private readonly resolve: (reply: ExporterResponse) => void,
+    private readonly reject: (error: unknown) => void,
+  ) {
+    this.onAbort = this.abort.bind(this);
+  }
+
+  /** Listens to the signal; false (and the exchange failed) when it is already aborted. */
+  start(): boolean {
+    const { signal } = this;
+    if (!signal) return true;
+    if (signal.aborted) {
+      this.fail(this.abortReason());
+      return false;
+    }
+    signal.addEventListener('abort', this.onAbort, { once: true });
+    return true;
+  }
+
+  fail(error: unknown): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.signal?.removeEventListener('abort', this.onAbort);
+    this.reject(error);
+  }
+
+  private succeed(): void {
+    if (this.settled) return;
+    this.settled = true;
+    this.signal?.removeEventListener('abort', this.onAbort);
+    const { chunks } = this;
+    this.resolve({
+      status: this.status,
+      headers: this.headers,
+      body:
+        chunks.length === 1 ? (chunks[0] as Buffer).toString('utf8') : Buffer.concat(chunks).toString('utf8'),
+    });
+  }
+
+  private abortReason(): Error {
+    const reason: unknown = this.signal?.reason;
+    return reason instanceof Error ? reason : new errors.RequestAbortedError();
+  }
+
+  private abort(): void {
+    if (this.controller) this.controller.abort(this.abortReason());
+    // Still queued for a connection: the exchange fails now, and is aborted when it starts.
+    else this.fail(this.abortReason());
+  }
+
+  onRequestStart(controller: Dispatcher.DispatchController): void {
+    this.controller = controller;
+    if (this.settled || this.signal?.aborted) controller.abort(this.abortReason());
+  }
+
+  onResponseStart(
+    _controller: Dispatcher.DispatchController,
+    statusCode: number,
+    headers: IncomingHttpHeaders,
+  ): void {
+    // An informational 1xx (103 Early Hints) comes before the real answer.
+    if (statusCode < 200) return;
+    this.status = statusCode;
+    this.headers = headers as ExporterResponse['headers'];
+  }
+
+  onResponseData(controller: Dispatcher.DispatchController, chunk: Buffer): void {
+    if (this.cut) return;
+    const room = MAX_RESPONSE_BYTES - this.size;
+    this.chunks.push(chunk.length > room ? chunk.subarray(0, room) : chunk);
+    this.size += chunk.length;
+    if (this.size >= MAX_RESPONSE_BYTES) {
+      // Enough to report: the rest is not read.
+      this.cut = true;
+      controller.abort(new Error('response body over its cap'));
+    }
+  }
+
+  onResponseEnd(): void {
+    this.succeed();
+  }
+
+  onResponseError(_controller: Dispatcher.DispatchController, error: Error): void {
+    if (this.cut) this.succeed();
+    else this.fail(error);
+  }
 }
 
 const snippet = (text: string) => (text.length > 300 ? `${sliceWhole(text, 300)}…` : text || '(empty body)');
