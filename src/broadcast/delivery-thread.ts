@@ -92,11 +92,33 @@ export function createThreadDeliverer(options: {
     announcePriority = resolve;
   });
 
+  /** Threads still loading their exporters. */
+  const loading = new WeakSet<Worker>();
+
+  /**
+   * Keeps the process alive while `thread` loads or has batches out, and only then: shutdown
+   * (the worker's `stop`, which waits for the batches it aborted) must see their outcomes before the
+   * event loop may end, while an idle thread must not keep a finished process alive.
+   */
+  function holdWhileBusy(thread: Worker): void {
+    let busy = loading.has(thread);
+    if (!busy) {
+      for (const entry of pending.values()) {
+        if (entry.thread !== thread) continue;
+        busy = true;
+        break;
+      }
+    }
+    if (busy) thread.ref();
+    else thread.unref();
+  }
+
   function settle(id: number): Pending | undefined {
     const entry = pending.get(id);
     if (!entry) return undefined;
     pending.delete(id);
     entry.signal.removeEventListener('abort', entry.onAbort);
+    holdWhileBusy(entry.thread);
     return entry;
   }
 
@@ -118,6 +140,8 @@ export function createThreadDeliverer(options: {
     });
     thread.on('message', (message: ThreadReply) => {
       if (message.kind === 'ready') {
+        loading.delete(thread);
+        holdWhileBusy(thread);
         loaded();
         return;
       }
@@ -144,6 +168,7 @@ export function createThreadDeliverer(options: {
       logger.warn({ err: error }, 'broadcast delivery thread failed; its batches are retried');
     });
     thread.on('exit', (code) => {
+      loading.delete(thread);
       loaded();
       if (worker === thread) worker = null;
       failAll(
@@ -153,9 +178,10 @@ export function createThreadDeliverer(options: {
         thread,
       );
     });
-    // After the listeners: adding a 'message' listener refs the thread again. Shutdown closes it; a
-    // forgotten one must not keep a finished process alive.
-    thread.unref();
+    // After the listeners (adding a 'message' listener refs the thread again): held while it loads,
+    // then only while it has batches (`holdWhileBusy`).
+    loading.add(thread);
+    holdWhileBusy(thread);
     return thread;
   }
 
@@ -194,6 +220,7 @@ export function createThreadDeliverer(options: {
           }, ABORT_GRACE_MS).unref();
         };
         pending.set(id, { thread, resolve, reject, signal: request.signal, onAbort });
+        thread.ref();
         request.signal.addEventListener('abort', onAbort, { once: true });
         const message: ThreadMessage = {
           kind: 'deliver',

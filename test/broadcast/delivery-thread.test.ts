@@ -273,6 +273,35 @@ describe('delivery thread', { timeout: 60_000 }, () => {
     }
   });
 
+  it('keeps the process alive while the thread loads or has a batch out, and not once it is idle', async () => {
+    // A process of its own, with nothing else to keep its event loop going (as a gateway shutting
+    // down, its server closed, waits for the batches its worker aborted): the thread's answers
+    // still arrive, then the idle thread lets the process end by itself.
+    const script = `
+      import { createThreadDeliverer } from ${JSON.stringify(new URL('../../src/broadcast/delivery-thread.ts', import.meta.url).href)};
+      const deliverer = createThreadDeliverer({
+        settings: { allowPrivateNetworks: true, niceness: 0, idle: false },
+        logger: { info() {}, warn() {} },
+      });
+      await deliverer.warm();
+      console.log('loaded');
+      await deliverer.deliver({
+        type: 'webhook',
+        items: [{ payload: ${JSON.stringify(payload('gen-alive'))}, idempotencyKey: 'k', generationId: 'gen-alive', attempt: 1 }],
+        config: { url: 'http://127.0.0.1:9/hook', method: 'POST' },
+        destination: { id: '11111111-2222-4333-8444-555555555555', name: 'hook', workspace_id: 'w' },
+        now: new Date(),
+        signal: new AbortController().signal,
+      }).catch((error) => console.log('answered', error.retryable));
+    `;
+    const child = spawnSync(process.execPath, ['--import', 'tsx', '--input-type=module', '-e', script], {
+      encoding: 'utf8',
+      timeout: 30_000,
+    });
+    assert.equal(child.status, 0, child.stderr);
+    assert.deepEqual(child.stdout.trim().split('\n'), ['loaded', 'answered true']);
+  });
+
   it('fails the batches in flight as retryable when closed, and refuses new ones', async () => {
     const closing = createThreadDeliverer({
       settings: { allowPrivateNetworks: true, niceness: 0, idle: false },
