@@ -183,7 +183,7 @@ describe('broadcast fan-out rows', () => {
     gateways.push(worker);
     await waitUntil('the failure settled', async () => {
       const rows = await outboxRows(worker);
-      return rows.length === 1 && rows[0]?.leased_by === null;
+      return rows.length === 1 && rows[0]?.status === 'pending' && rows[0]?.leased_by === null;
     });
     const [kept] = (await outboxRows(worker)) as [BroadcastOutboxTable];
     // The deferred row is gone; the failed destination has a row of its own, its event built.
