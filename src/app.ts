@@ -57,6 +57,7 @@ import { installValidators } from './platform/validation.js';
 import { isInMemorySqlite, openStorage, type Storage } from './storage/database.js';
 import type { BroadcastOutboxTable } from './storage/database-schema.js';
 import { initializeStorage } from './storage/initialize.js';
+import type { StoredOutboxRow } from './storage/sqlite-thread.js';
 import { createBroadcastWorker } from './workers/broadcast-worker.js';
 import { createThreadedBroadcastWorker } from './workers/broadcast-worker-thread.js';
 
@@ -75,11 +76,13 @@ export interface Services {
   generations: GenerationLog;
   bus: ChangeBus;
   /**
-   * Where a group commit's broadcast rows (built, or deferred: src/broadcast/outbox-deferred.ts)
-   * go; the server points it at its delivery worker.
+   * Where a group commit's broadcast rows go; the server points it at its delivery worker:
+   * `listener` takes rows built on this thread, `stored` the ids of rows a SQLite thread built. A
+   * worker without `stored` (one on this thread) takes built rows only.
    */
   outboxWritten: {
     listener: ((rows: readonly BroadcastOutboxTable[]) => void) | null;
+    stored: ((rows: readonly StoredOutboxRow[]) => void) | null;
   };
 }
 
@@ -148,12 +151,14 @@ export async function buildServices(
     clock,
   });
   const credits = createCreditLedger(storage);
-  const outboxWritten: Services['outboxWritten'] = { listener: null };
+  const outboxWritten: Services['outboxWritten'] = { listener: null, stored: null };
   const generations = createGenerationLog({
     storage,
     logger: storageLogger,
     clock,
     onOutboxWritten: (rows) => outboxWritten.listener?.(rows),
+    onOutboxStored: (rows) => outboxWritten.stored?.(rows),
+    buildAtCommit: () => outboxWritten.listener === null || outboxWritten.stored !== null,
   });
   const workspaces = createWorkspaceServices({ storage, cache, bus, clock });
   if (config.bootstrap_key) await keys.ensureBootstrapKey(config.bootstrap_key);
@@ -281,6 +286,7 @@ export async function buildApp(options: BuildOptions): Promise<{
     owner: string;
     start(): void;
     accept(rows: readonly BroadcastOutboxTable[]): void;
+    acceptStored(rows: readonly StoredOutboxRow[]): void;
     stop(): Promise<void>;
   } | null = workerThread
     ? createThreadedBroadcastWorker({
@@ -309,6 +315,8 @@ export async function buildApp(options: BuildOptions): Promise<{
       : null;
   if (broadcastWorker) {
     services.outboxWritten.listener = (rows) => broadcastWorker.accept(rows);
+    // The worker in its thread reads rows back there; one on this thread sends the objects built here.
+    if (workerThread) services.outboxWritten.stored = (rows) => broadcastWorker.acceptStored(rows);
     app.addHook('onReady', async () => broadcastWorker.start());
   }
   const policies = createPolicyCache({
@@ -325,7 +333,7 @@ export async function buildApp(options: BuildOptions): Promise<{
   });
   const inference = await createInference({
     policies,
-    broadcastWorker: broadcastWorker ? { owner: broadcastWorker.owner, onThisThread: !workerThread } : null,
+    broadcastWorker: broadcastWorker?.owner ?? null,
     onPolicyError: throttled(30_000, (error: unknown) =>
       logger.error({ err: error }, 'a workspace policy could not be loaded; its requests get 503'),
     ),

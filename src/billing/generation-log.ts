@@ -1,8 +1,8 @@
 import { type OutboxSources, rowsOfNewRecords } from '../broadcast/outbox-build.js';
-import { deferredOutboxRow } from '../broadcast/outbox-deferred.js';
 import { type Clock, systemClock } from '../platform/clock.js';
 import type { Storage } from '../storage/database.js';
 import type { BroadcastOutboxTable } from '../storage/database-schema.js';
+import { OUTBOX_BUILDER_UNAVAILABLE, type StoredOutboxRow } from '../storage/sqlite-thread.js';
 import { createGenerationRepository, type GenerationRecordRow } from './generation-repository.js';
 
 export type { GenerationRecordRow };
@@ -104,9 +104,9 @@ export interface GenerationLogger {
 export interface OutboxRowsBuilder {
   build(): BroadcastOutboxTable[];
   /**
-   * What `build` builds from, as plain data: when present, the log stores it as one deferred row
-   * that the delivery worker builds (src/broadcast/outbox-deferred.ts), so the events are neither
-   * built nor serialized on the request thread or where the commit runs. Absent: built here.
+   * What `build` builds from, as plain data: when the group commit runs in a SQLite thread (and the
+   * log may build there, `buildAtCommit`), the thread builds the rows from it, so the event is
+   * neither built nor serialized on the request thread. Absent: built here.
    */
   sources?: OutboxSources;
   /** The most rows it builds (one per destination that may select the event). */
@@ -174,15 +174,28 @@ const MAX_RETRY_MS = 5_000;
 const MAX_TEXT_CHARS = 4_096;
 const MAX_JSON_CHARS = 65_536;
 
+/** A batch's broadcast rows: built here, and the sources of those the commit builds. */
+interface BatchOutbox {
+  rows: BroadcastOutboxTable[];
+  sources: OutboxSources[];
+  /** The weight of the builders whose sources these are. */
+  weight: number;
+}
+
 interface Queued {
   row: GenerationRecordRow;
   /**
-   * The builder until the first write attempt makes its rows (built, or one deferred row), then its
-   * rows (kept, so a retried batch keeps ids).
+   * The builder until the first write attempt builds its rows here, then its rows (kept, so a
+   * retried batch keeps ids); a builder whose rows the commit builds stays one until written.
    */
   outbox: OutboxRowsBuilder | BroadcastOutboxTable[] | null;
   /** performance.now() when recorded. */
   queuedAt: number;
+  /**
+   * Set when a commit that was to build this builder's rows failed: the next attempt builds them
+   * here, so sources a thread cannot take (or cannot build from) never hold the queue up.
+   */
+  buildHere?: boolean;
 }
 
 /**
@@ -199,10 +212,20 @@ export function createGenerationLog(options: {
   /** How long `close()` keeps retrying a failing database before giving the records up. */
   closeTimeoutMs?: number;
   /**
-   * Runs after a batch that stored broadcast events committed, with its rows (built or deferred):
+   * Runs after a batch that stored broadcast events committed, with the rows built on this thread:
    * the delivery worker sends those it holds the lease of straight away, without reading them back.
    */
   onOutboxWritten?: (rows: readonly BroadcastOutboxTable[]) => void;
+  /**
+   * Runs after a batch committed with the rows a SQLite thread built from the builders' sources,
+   * those leased to a worker, by id: the worker reads them (its own connection, in its thread).
+   */
+  onOutboxStored?: (rows: readonly StoredOutboxRow[]) => void;
+  /**
+   * Whether rows may be built where the commit runs (default yes): no, when this thread's delivery
+   * worker sends them from the objects built here (`onOutboxWritten`).
+   */
+  buildAtCommit?: () => boolean;
 }): GenerationLog {
   const { logger } = options;
   const clock = options.clock ?? systemClock;
@@ -222,6 +245,8 @@ export function createGenerationLog(options: {
   /** Bytes kept alive by unbuilt broadcast builders, and how many were refused for the bound. */
   let outboxWeight = 0;
   let droppedBroadcasts = 0;
+  /** The SQLite thread could not load the row builder: rows are built here from then on. */
+  let builderUnavailable = false;
   let closed = false;
   let closing: Promise<void> | null = null;
 
@@ -293,14 +318,15 @@ export function createGenerationLog(options: {
     const batch = queue.splice(0, batchLength());
     inFlight = batch;
     reportDrops();
-    let outbox: BroadcastOutboxTable[] = [];
+    let outbox: BatchOutbox = { rows: [], sources: [], weight: 0 };
     writing = outboxOf(batch)
-      .then((rows) => {
-        outbox = rows;
+      .then((built) => {
+        outbox = built;
         return repository.writeBatch(
           batch.map((item) => item.row),
           clock.now(),
-          rows,
+          built.rows,
+          built.sources,
         );
       })
       .then(
@@ -309,15 +335,40 @@ export function createGenerationLog(options: {
           for (const item of batch) forget(item.row);
           retryMs = 0;
           lastError = null;
+          // Builders whose rows the commit built: what they kept alive is written now.
+          outboxWeight -= outbox.weight;
+          for (const failure of commit.unbuilt) {
+            logger.error(
+              { err: { message: failure.message }, id: failure.id },
+              'broadcast events could not be built; not sent',
+            );
+          }
           // A record stored before (a retry after a commit in doubt) had its events stored then:
-          // the rows made now for it were not, and are not handed over.
-          const written = rowsOfNewRecords(outbox, commit.skipped);
+          // the rows built now for it were not, and are not handed over.
+          const written = rowsOfNewRecords(outbox.rows, commit.skipped);
           if (written.length > 0) options.onOutboxWritten?.(written);
+          if (commit.stored.length > 0) options.onOutboxStored?.(commit.stored);
         },
         (error: unknown) => {
           inFlight = [];
+          if (outbox.sources.length > 0) {
+            for (const item of batch) {
+              if (item.outbox !== null && !Array.isArray(item.outbox) && item.outbox.sources)
+                item.buildHere = true;
+            }
+          }
           queue = batch.concat(queue);
           dropOldest();
+          const code = (error as { code?: unknown } | null | undefined)?.code;
+          if (code === OUTBOX_BUILDER_UNAVAILABLE && !builderUnavailable) {
+            // Nothing was written: the batch goes again at once, its rows built here.
+            builderUnavailable = true;
+            logger.error(
+              { err: error },
+              'the SQLite thread cannot build broadcast events; they are built on the request thread',
+            );
+            return;
+          }
           retryMs = retryMs === 0 ? FIRST_RETRY_MS : Math.min(retryMs * 2, MAX_RETRY_MS);
           lastError = error;
           logger.warn(
@@ -367,48 +418,42 @@ export function createGenerationLog(options: {
   }
 
   /**
-   * The batch's broadcast rows, materialized here once (a retried batch keeps their ids): a builder
-   * with sources becomes one deferred row (its sources copied into it, built by the delivery
-   * worker), the others are built here. A builder that throws loses its events, not the record.
-   * Serializing events takes time, so the work yields to the event loop every few milliseconds
-   * rather than holding up requests for a whole batch.
+   * The batch's broadcast rows: builders with sources are left to the commit when it runs in a
+   * SQLite thread (their sources go with it, and their weight is released once it is written);
+   * the others are materialized here, once (a retried batch keeps their ids). A builder that
+   * throws loses its events, not the record. Serializing large events takes time, so the work
+   * yields to the event loop every few milliseconds rather than holding up requests for a whole
+   * batch.
    */
-  async function outboxOf(batch: Queued[]): Promise<BroadcastOutboxTable[]> {
-    const rows: BroadcastOutboxTable[] = [];
+  async function outboxOf(batch: Queued[]): Promise<BatchOutbox> {
+    const result: BatchOutbox = { rows: [], sources: [], weight: 0 };
+    const atCommit =
+      !builderUnavailable && (options.buildAtCommit?.() ?? true) && repository.buildsAtCommit();
     let sliceStart = performance.now();
     for (const item of batch) {
       if (item.outbox === null) continue;
       if (!Array.isArray(item.outbox)) {
         const builder = item.outbox;
+        if (atCommit && builder.sources && !item.buildHere) {
+          result.sources.push(builder.sources);
+          result.weight += builder.weight;
+          continue;
+        }
         if (performance.now() - sliceStart > BUILD_SLICE_MS) {
           await new Promise((resolve) => setImmediate(resolve));
           sliceStart = performance.now();
         }
         try {
-          item.outbox = (builder.sources && deferred(builder.sources)) ?? builder.build();
+          item.outbox = builder.build();
         } catch (error) {
           logger.error({ err: error, id: item.row.id }, 'broadcast events could not be built; not sent');
           item.outbox = [];
         }
         outboxWeight -= builder.weight;
       }
-      for (const row of item.outbox) rows.push(row);
+      for (const row of item.outbox) result.rows.push(row);
     }
-    return rows;
-  }
-
-  /**
-   * A builder's sources as one deferred row (none when the workspace has no destination); null when
-   * they cannot be serialized (a value V8 cannot copy), and the rows are built here instead.
-   */
-  function deferred(sources: OutboxSources): BroadcastOutboxTable[] | null {
-    let row: BroadcastOutboxTable | null;
-    try {
-      row = deferredOutboxRow(sources, clock.now().getTime());
-    } catch {
-      return null;
-    }
-    return row ? [row] : [];
+    return result;
   }
 
   async function drainForClose(): Promise<void> {

@@ -1,5 +1,6 @@
 import { CompiledQuery, type Kysely, sql } from 'kysely';
 import { addDailyUsage } from '../admin/keys/key-repository.js';
+import { buildOutboxBatch, leasedRows, type OutboxSources } from '../broadcast/outbox-build.js';
 import { newId } from '../platform/ids.js';
 import type { Storage } from '../storage/database.js';
 import type { BroadcastOutboxTable, Database, GenerationTable } from '../storage/database-schema.js';
@@ -35,22 +36,36 @@ export function createGenerationRepository(storage: Storage) {
     },
 
     /**
-     * Writes the rows and bills them, with their broadcast rows (`outbox`). A row whose id is already
-     * stored is skipped and not billed again (its broadcast rows neither stored), so retrying a batch
-     * whose commit was in doubt (the connection died after COMMIT) is safe. Answers which records
-     * were skipped so.
+     * Whether the next `writeBatch` runs in a SQLite thread, which then builds the broadcast rows of
+     * the `sources` it is given (elsewhere they are built on this thread).
+     */
+    buildsAtCommit(): boolean {
+      return storage.sqliteThread !== null || (storage.commitThread?.available() ?? false);
+    },
+
+    /**
+     * Writes the rows and bills them, with the broadcast rows given in `outbox` and those built from
+     * `sources` (in the SQLite thread that runs the commit, or here). A row whose id is already
+     * stored is skipped and not billed again, so retrying a batch whose commit was in doubt (the
+     * connection died after COMMIT) is safe. Answers which records were skipped so and which rows
+     * built from `sources` are leased to a worker (those of skipped records left out). Rejects with code OUTBOX_BUILDER_UNAVAILABLE, writing nothing, when a
+     * SQLite thread cannot load the builder: the caller builds the rows itself and tries again.
      */
     async writeBatch(
       rows: readonly GenerationRecordRow[],
       at: Date,
       outbox: readonly BroadcastOutboxTable[] = [],
+      sources: readonly OutboxSources[] = [],
     ): Promise<GenerationCommit> {
       // SQLite in its thread: the same statements, run there (after any open transaction).
-      if (storage.sqliteThread) return storage.sqliteThread.writeGenerations(rows, at.toISOString(), outbox);
+      if (storage.sqliteThread)
+        return storage.sqliteThread.writeGenerations(rows, at.toISOString(), outbox, sources);
       // SQLite on this thread, its commits in a thread of their own: the same statements, run there.
-      const committed = storage.commitThread?.writeGenerations(rows, at.toISOString(), outbox);
+      const committed = storage.commitThread?.writeGenerations(rows, at.toISOString(), outbox, sources);
       if (committed) return committed;
-      return { skipped: await writeHere(rows, at, outbox) };
+      const { rows: built, unbuilt } = buildOutboxBatch(sources, at.getTime());
+      const skipped = await writeHere(rows, at, built.length === 0 ? outbox : outbox.concat(built));
+      return { skipped, stored: leasedRows(built, skipped), unbuilt };
     },
 
     async findById(id: string): Promise<GenerationRecordRow | null> {

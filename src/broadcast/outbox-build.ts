@@ -1,14 +1,14 @@
 import type { BroadcastOutboxTable } from '../storage/database-schema.js';
+import type { GenerationCommit, StoredOutboxRow } from '../storage/sqlite-thread.js';
 import { buildBroadcastEvent, type EventSources } from './build-event.js';
 import { type BroadcastTarget, type TargetSource, targetOf } from './destination-rules.js';
 import { outboxRowsFor } from './outbox-events.js';
 
 /**
- * Everything a generation's broadcast outbox rows are built from, as plain data (V8-serializable):
- * the request path gathers it when the generation ends; at the group commit the rows are built from
- * it on the request thread (`buildOutboxRows`) or — when every destination is plain data and no
- * worker on this thread sends the built objects — it is stored as one deferred row that the
- * delivery worker builds (src/broadcast/outbox-deferred.ts). Either way the same events are sent.
+ * Everything a generation's broadcast outbox rows are built from, as plain data (structured-clone
+ * safe): the request path gathers it when the generation ends, and the rows are built at the group
+ * commit — in the SQLite thread that runs the commit when there is one (src/storage/sqlite-thread.ts),
+ * else on the request thread. Either way `buildOutboxRows` makes the same rows.
  */
 export interface OutboxSources {
   /** The workspace's destinations when the generation ended. */
@@ -20,21 +20,12 @@ export interface OutboxSources {
   keepEvent: boolean;
 }
 
-/** A broadcast row stored leased to a delivery worker, by id and lease. */
-export interface StoredOutboxRow {
-  id: string;
-  leased_by: string;
-  /** The lease it was stored with: a read back takes the row only while it still holds this one. */
-  lease_until: string;
-}
-
 /** Targets made from plain data in this thread, by that data's JSON: rules compiled once. */
 const compiled = new Map<string, BroadcastTarget>();
 /** The cache's bound: destinations edited over a long run leave old entries behind. */
 const MAX_COMPILED = 1_000;
 
-/** A target made from plain data in this thread (src/broadcast/outbox-deferred.ts), its rules compiled once. */
-export function compiledTarget(source: TargetSource): BroadcastTarget {
+function compiledTarget(source: TargetSource): BroadcastTarget {
   const key = JSON.stringify(source);
   let target = compiled.get(key);
   if (!target) {
@@ -48,8 +39,8 @@ export function compiledTarget(source: TargetSource): BroadcastTarget {
 /**
  * A generation's outbox rows (see `outboxRowsFor`), created at `nowMs` (epoch milliseconds: the
  * group commit that stores them, when their lease starts). `targets`: the compiled targets of
- * `sources.targets`, when the caller holds them; otherwise they are made here, their rules compiled
- * once per thread.
+ * `sources.targets`, when the caller holds them (the request thread); otherwise they are made here,
+ * their rules compiled once per thread.
  */
 export function buildOutboxRows(
   sources: OutboxSources,
@@ -67,6 +58,30 @@ export function buildOutboxRows(
     lease: sources.lease ? { owner: sources.lease.owner, until: new Date(nowMs + sources.lease.ms) } : null,
     keepEvent: sources.keepEvent,
   });
+}
+
+/**
+ * The rows of a batch's generations, created at `nowMs`. A generation whose rows cannot be built is
+ * noted in `unbuilt` and loses its events, not its record. What the SQLite thread that runs the
+ * commit and the request thread (when no thread does) both call.
+ */
+export function buildOutboxBatch(
+  sources: readonly OutboxSources[],
+  nowMs: number,
+): { rows: BroadcastOutboxTable[]; unbuilt: GenerationCommit['unbuilt'] } {
+  const rows: BroadcastOutboxTable[] = [];
+  const unbuilt: GenerationCommit['unbuilt'] = [];
+  for (const source of sources) {
+    try {
+      for (const row of buildOutboxRows(source, nowMs)) rows.push(row);
+    } catch (error) {
+      unbuilt.push({
+        id: source.event.record.id,
+        message: error instanceof Error ? error.message : String(error),
+      });
+    }
+  }
+  return { rows, unbuilt };
 }
 
 /**

@@ -106,23 +106,32 @@ export function outboxRowsFor(options: {
   keepEvent: boolean;
 }): BroadcastOutboxTable[] {
   const { event, now } = options;
-  const groups = payloadGroups(options.targets, event, options.keyHash, options.region);
-  if (groups.length === 0) return [];
+  // Destinations with the same privacy and flags receive the same text: serialized once.
+  const groups = new Map<string, BroadcastTarget[]>();
+  for (const target of options.targets) {
+    if (!selects(target, event, options.keyHash, options.region)) continue;
+    const variant = `${target.privacyMode}:${target.cost}:${target.identity}:${target.requestContext}`;
+    const group = groups.get(variant);
+    if (group) group.push(target);
+    else groups.set(variant, [target]);
+  }
+  if (groups.size === 0) return [];
   const at = now.toISOString();
   const rows: BroadcastOutboxTable[] = [];
-  for (const group of groups) {
-    const single = group.destinations.length === 1;
-    const first = group.destinations[0] as string;
+  for (const group of groups.values()) {
+    const first = group[0] as BroadcastTarget;
+    const payload = fitEvent(eventForDestination(first, event));
+    const single = group.length === 1;
     const row: BroadcastOutboxTable = {
       id: newTimeOrderedId(now.getTime()),
       // A fan-out row's `*<destinations>:<n>` is no destination's id: unique per generation, never
       // matched by a query for one destination's rows, and it says how many destinations the row
       // stands for where the outbox gauge can read it without the row (see `countByStatus`).
-      destination_id: single ? first : fanOutMark(group.destinations.length, rows.length),
+      destination_id: single ? first.id : `${FANOUT_MARK}${group.length}:${rows.length}`,
       workspace_id: options.workspaceId,
       generation_id: event.generation_id,
-      idempotency_key: single ? idempotencyKeyOf(event.generation_id, first) : '',
-      payload: group.text,
+      idempotency_key: single ? idempotencyKeyOf(event.generation_id, first.id) : '',
+      payload: payload.text,
       status: single ? 'pending' : 'fanout',
       attempts: options.lease ? 1 : 0,
       next_attempt_at: at,
@@ -132,57 +141,16 @@ export function outboxRowsFor(options: {
       last_status: null,
       created_at: at,
       dead_at: null,
-      fanout: single ? null : group.destinations.join(','),
+      fanout: single ? null : group.map((target) => target.id).join(','),
     };
     rows.push(row);
-    if (group.event && options.keepEvent) builtEvents.set(row, group.event);
+    if (payload.event && options.keepEvent) builtEvents.set(row, payload.event);
   }
   return rows;
 }
 
-/** Destinations that receive the same text, and that text (see `payloadGroups`). */
-export interface PayloadGroup {
-  destinations: string[];
-  /** The event's JSON as these destinations receive it, within MAX_PAYLOAD_CHARS. */
-  text: string;
-  /** The event the text encodes; null when the text is a trimmed copy (see `fitEvent`). */
-  event: BroadcastEvent | null;
-}
-
-/**
- * The destinations among `targets` that select the event (key allowlist, region, sampling, filter
- * rules), grouped by what they receive (privacy mode and the three flags), each group's payload
- * serialized once; none when no destination selects it.
- */
-export function payloadGroups(
-  targets: readonly BroadcastTarget[],
-  event: BroadcastEvent,
-  keyHash: string,
-  region: string,
-): PayloadGroup[] {
-  const byVariant = new Map<string, BroadcastTarget[]>();
-  for (const target of targets) {
-    if (!selects(target, event, keyHash, region)) continue;
-    const variant = `${target.privacyMode}:${target.cost}:${target.identity}:${target.requestContext}`;
-    const group = byVariant.get(variant);
-    if (group) group.push(target);
-    else byVariant.set(variant, [target]);
-  }
-  const groups: PayloadGroup[] = [];
-  for (const group of byVariant.values()) {
-    const payload = fitEvent(eventForDestination(group[0] as BroadcastTarget, event));
-    const destinations: string[] = [];
-    for (const target of group) destinations.push(target.id);
-    groups.push({ destinations, text: payload.text, event: payload.event });
-  }
-  return groups;
-}
-
 /** How a fan-out row's `destination_id` starts (destination ids are UUIDs). */
 const FANOUT_MARK = '*';
-
-/** A fan-out row's `destination_id`: its mark, how many destinations it stands for, its index. */
-export const fanOutMark = (destinations: number, index: number) => `${FANOUT_MARK}${destinations}:${index}`;
 
 /** The destinations a row is for: its own, or a fan-out row's. */
 export function destinationsOf(row: BroadcastOutboxTable): string[] {
@@ -207,7 +175,7 @@ export function partOf(row: BroadcastOutboxTable, destinationId: string): Broadc
   };
   const event = builtEvents.get(row);
   if (event) builtEvents.set(part, event);
-  const stowed = payloadsByDestination.get(row)?.get(destinationId) ?? stowedPayloads.get(row);
+  const stowed = stowedPayloads.get(row);
   if (stowed) stowedPayloads.set(part, stowed);
   return part;
 }
@@ -238,34 +206,12 @@ const stowedPayloads = new WeakMap<BroadcastOutboxTable, Buffer>();
  * The row's `payload` field is empty from then on: read it only through `payloadText`.
  */
 export function stowPayload(row: BroadcastOutboxTable): void {
-  if (stowedPayloads.has(row) || payloadsByDestination.has(row)) return;
-  stowedPayloads.set(row, stowedText(row.payload));
-  row.payload = '';
-}
-
-/**
- * Text as UTF-8 bytes of their own. Unpooled: a small Buffer.from() is a slice of a shared 8 KB
- * slab, which one held payload would keep whole (up to MAX_HANDOFF_ROWS slabs for a slow
- * destination that gets one event in five).
- */
-export function stowedText(text: string): Buffer {
-  const bytes = Buffer.allocUnsafeSlow(Buffer.byteLength(text, 'utf8'));
-  bytes.write(text, 'utf8');
-  return bytes;
-}
-
-/**
- * The payloads of a fan-out row whose destinations receive different texts (a deferred row the
- * worker built: src/broadcast/outbox-deferred.ts), by destination, stowed; its parts take their
- * own. The row's `payload` is empty.
- */
-const payloadsByDestination = new WeakMap<BroadcastOutboxTable, ReadonlyMap<string, Buffer>>();
-
-export function stowPayloadsByDestination(
-  row: BroadcastOutboxTable,
-  payloads: ReadonlyMap<string, Buffer>,
-): void {
-  payloadsByDestination.set(row, payloads);
+  if (stowedPayloads.has(row)) return;
+  // Unpooled: a small Buffer.from() is a slice of a shared 8 KB slab, which one held payload would
+  // keep whole (up to MAX_HANDOFF_ROWS slabs for a slow destination that gets one event in five).
+  const bytes = Buffer.allocUnsafeSlow(Buffer.byteLength(row.payload, 'utf8'));
+  bytes.write(row.payload, 'utf8');
+  stowedPayloads.set(row, bytes);
   row.payload = '';
 }
 

@@ -150,11 +150,6 @@ export function createFanoutOutbox(repository: OutboxRepository) {
       return ids;
     },
 
-    /** Whether the fan-out row `id` is open here (some of its parts not settled yet). */
-    holds(id: string): boolean {
-      return open.has(id);
-    },
-
     /** Whether `id` is a part of a fan-out row this worker holds. */
     isPart(id: string): boolean {
       return parts.has(id);

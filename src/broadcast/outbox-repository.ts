@@ -2,16 +2,12 @@ import { sql } from 'kysely';
 import { sliceWhole } from '../platform/whole-characters.js';
 import type { Storage } from '../storage/database.js';
 import type { BroadcastOutboxTable, ObservabilityDestinationTable } from '../storage/database-schema.js';
-import type { AtomicStep } from '../storage/sqlite-thread.js';
-import type { StoredOutboxRow } from './outbox-build.js';
+import type { AtomicStep, StoredOutboxRow } from '../storage/sqlite-thread.js';
 
-/**
- * A row's status as listed and counted: a fan-out row, and a deferred one, is pending (for each
- * destination it lists).
- */
+/** A row's status as listed and counted: a fan-out row is pending (for each destination it lists). */
 export const listedStatus = sql<
   'pending' | 'dead'
->`case when status in ('fanout', 'deferred') then 'pending' else status end`;
+>`case when status = 'fanout' then 'pending' else status end`;
 
 /** Ids per statement when held rows are read back (well under either backend's parameter limit). */
 const HELD_IDS_PER_READ = 500;
@@ -42,29 +38,20 @@ export function createOutboxRepository(storage: Storage) {
     async claim(options: {
       /** Rows of one destination at most. */
       limit: number;
-      /** Fan-out and deferred rows at most (claimed first; 0: none). */
+      /** Fan-out rows at most (claimed first; 0: none). */
       fanOutLimit: number;
       now: Date;
       leaseUntil: Date;
       owner: string;
       /** Destinations this worker is delivering to right now: their rows wait for the next round. */
       busy: readonly string[];
-    }): Promise<{
-      fanOuts: BroadcastOutboxTable[];
-      rows: BroadcastOutboxTable[];
-      /** Whether a kind of fan-out rows (deferred, or built) filled its share: more may be due. */
-      moreFanOuts: boolean;
-    }> {
+    }): Promise<{ fanOuts: BroadcastOutboxTable[]; rows: BroadcastOutboxTable[] }> {
       const now = options.now.toISOString();
       const busy =
         options.busy.length === 0
           ? sql``
           : sql`and destination_id not in (${sql.join(options.busy.map((id) => sql`${id}`))})`;
-      const claimOf = async (
-        status: BroadcastOutboxTable['status'],
-        limit: number,
-        filter: typeof busy,
-      ): Promise<BroadcastOutboxTable[]> => {
+      const claimOf = async (status: 'fanout' | 'pending', limit: number, filter: typeof busy) => {
         /** The rows of `status` this claim may take: due, not leased (or their lease ran out). */
         const claimable = sql`status = ${status} and next_attempt_at <= ${now}
                and (lease_until is null or lease_until < ${now}) ${filter}`;
@@ -90,22 +77,12 @@ export function createOutboxRepository(storage: Storage) {
           returning *`.execute(db);
         return result.rows;
       };
-      // Deferred and fan-out rows (whoever is busy: the worker keeps the parts it cannot send now
-      // until it can) — the deferred ones up to half the limit when both wait — then rows of one
-      // destination, each with a limit of its own so no kind starves another; each statement reads
-      // one ordered range of the claim index.
-      const deferredLimit = Math.ceil(options.fanOutLimit / 2);
-      const fanOuts: BroadcastOutboxTable[] =
-        options.fanOutLimit > 0 ? await claimOf('deferred', deferredLimit, sql``) : [];
-      let moreFanOuts = options.fanOutLimit > 0 && fanOuts.length === deferredLimit;
-      const fanOutRoom = options.fanOutLimit - fanOuts.length;
-      if (fanOutRoom > 0) {
-        const built = await claimOf('fanout', fanOutRoom, sql``);
-        for (const row of built) fanOuts.push(row);
-        if (built.length === fanOutRoom) moreFanOuts = true;
-      }
+      // Fan-out rows (whoever is busy: the worker keeps the parts it cannot send now until it can),
+      // then rows of one destination, each with a limit of its own so neither kind starves the
+      // other; each statement reads one ordered range of the claim index.
+      const fanOuts = options.fanOutLimit > 0 ? await claimOf('fanout', options.fanOutLimit, sql``) : [];
       const rows = options.limit > 0 ? await claimOf('pending', options.limit, busy) : [];
-      return { fanOuts, rows, moreFanOuts };
+      return { fanOuts, rows };
     },
 
     /**
@@ -287,8 +264,7 @@ export function createOutboxRepository(storage: Storage) {
 
     /**
      * Events (one per destination) by status, for the metrics gauge: a fan-out row is pending once
-     * per destination it lists, a deferred row once per destination its workspace had (until it is
-     * built, the destinations its event selects are not known). Read from the claim index alone (status, destination_id): the
+     * per destination it lists. Read from the claim index alone (status, destination_id): the
      * number of destinations is in a fan-out row's `destination_id` (`*<destinations>:<n>`). The
      * row itself is not read, so a scrape costs ~6 ms per 20,000 rows instead of ~42 (reading
      * `status` or `fanout` from the table walks each payload's overflow pages, as they come after
@@ -306,7 +282,7 @@ export function createOutboxRepository(storage: Storage) {
         .selectFrom('broadcast_outbox')
         .select([
           'status',
-          sql<string>`sum(case when status not in ('fanout', 'deferred') then 1 when ${marked} then ${destinations} else 0 end)`.as(
+          sql<string>`sum(case when status <> 'fanout' then 1 when ${marked} then ${destinations} else 0 end)`.as(
             'count',
           ),
           sql<string>`sum(case when status = 'fanout' and not (${marked}) then 1 else 0 end)`.as('unmarked'),
@@ -315,7 +291,7 @@ export function createOutboxRepository(storage: Storage) {
         .execute();
       const listed = new Map<string, number>();
       for (const row of rows) {
-        const status = row.status === 'fanout' || row.status === 'deferred' ? 'pending' : row.status;
+        const status = row.status === 'fanout' ? 'pending' : row.status;
         listed.set(status, (listed.get(status) ?? 0) + Number(row.count));
       }
       const counts = [...listed].map(([status, count]) => ({ status, count }));

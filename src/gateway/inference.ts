@@ -58,11 +58,8 @@ export async function createInference(options: {
   onPolicyError?: (error: unknown) => void;
   /** Sees each content-filter stage that changed, flagged or blocked a request. */
   onContentFilter?: (stage: ContentFilterStage, generationId: string) => void;
-  /**
-   * This instance's broadcast delivery worker: its owner id, and whether it runs on this thread
-   * (then it sends the events built here; one in its own thread builds them itself). Null: none.
-   */
-  broadcastWorker?: { owner: string; onThisThread: boolean } | null;
+  /** The owner id of this instance's broadcast delivery worker; null when it runs none. */
+  broadcastWorker?: string | null;
   /** Reports a content-filter thread that failed. */
   onContentFilterError?: (error: unknown) => void;
 }) {

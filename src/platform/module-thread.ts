@@ -13,3 +13,18 @@ export function startModuleThread(from: string, entry: string, workerData: unkno
   const bootstrap = `import(${JSON.stringify(tsx)}).then((api) => { api.register(); return import(${JSON.stringify(source)}); })`;
   return new Worker(bootstrap, { eval: true, workerData });
 }
+
+/**
+ * A module a thread started from source text imports itself (see sqlite-thread.ts): its URL, and
+ * tsx's registration module when the gateway runs from its TypeScript sources (null from dist/).
+ */
+export interface ThreadModule {
+  url: string;
+  tsx: string | null;
+}
+
+/** The module at `path` (relative, without its extension) next to the module whose URL is `from`. */
+export function threadModule(from: string, path: string): ThreadModule {
+  if (!from.endsWith('.ts')) return { url: new URL(`${path}.js`, from).href, tsx: null };
+  return { url: new URL(`${path}.ts`, from).href, tsx: import.meta.resolve('tsx/esm/api') };
+}

@@ -278,12 +278,8 @@ export interface BroadcastOutboxTable {
   idempotency_key: string;
   /** JSON text of the BroadcastEvent as this destination receives it. */
   payload: string;
-  /**
-   * `fanout` is a fan-out row (see `fanout`), pending as a whole; `deferred` a generation's events
-   * not built yet (src/broadcast/outbox-deferred.ts: `payload` holds what they are built from,
-   * `fanout` every destination the workspace had), pending for each until a worker builds them.
-   */
-  status: 'pending' | 'dead' | 'fanout' | 'deferred';
+  /** `fanout` is a fan-out row (see `fanout`), pending as a whole. */
+  status: 'pending' | 'dead' | 'fanout';
   attempts: number;
   next_attempt_at: string;
   lease_until: string | null;

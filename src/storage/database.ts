@@ -11,6 +11,7 @@ import {
   SqliteDriver,
   sql,
 } from 'kysely';
+import type { ThreadModule } from '../platform/module-thread.js';
 import type { Database } from './database-schema.js';
 import { type SqliteCheckpointer, startSqliteCheckpointer } from './sqlite-checkpointer.js';
 import { createSqliteCommitThread, type SqliteCommitThread } from './sqlite-commit-thread.js';
@@ -179,12 +180,21 @@ export async function openStorage(options: {
   onCommitThreadFailure?: (message: string) => void;
   /** PostgreSQL: connections at most (default 10; the broadcast worker's thread needs fewer). */
   poolSize?: number;
+  /**
+   * Where the SQLite threads (`thread`, `commitThread`) load the broadcast row builder from; tests
+   * name a module that cannot load, to see commits fall back to building the rows here.
+   */
+  outboxBuilder?: ThreadModule;
 }): Promise<Storage> {
   const kind: StorageKind = options.url.startsWith('sqlite:') ? 'sqlite' : 'postgres';
   const path = kind === 'sqlite' ? sqlitePath(options.url) : null;
   const sqliteThread =
     path !== null && options.thread
-      ? await startSqliteThread({ path, onFailure: options.onThreadFailure })
+      ? await startSqliteThread({
+          path,
+          onFailure: options.onThreadFailure,
+          outboxBuilder: options.outboxBuilder,
+        })
       : null;
   const sqlite = path !== null && !sqliteThread ? openSqlite(path) : null;
   // Opened after the SQLite thread, which creates the file: a read-only connection cannot.
@@ -207,7 +217,11 @@ export async function openStorage(options: {
       : null;
   const commitThread =
     sqlite && path !== null && path !== ':memory:' && options.commitThread
-      ? createSqliteCommitThread({ path, onFailure: options.onCommitThreadFailure })
+      ? createSqliteCommitThread({
+          path,
+          onFailure: options.onCommitThreadFailure,
+          outboxBuilder: options.outboxBuilder,
+        })
       : null;
   const dialect = sqliteThread
     ? new SqliteThreadDialect(sqliteThread)

@@ -1,3 +1,5 @@
+import type { OutboxSources } from '../broadcast/outbox-build.js';
+import type { ThreadModule } from '../platform/module-thread.js';
 import type { BroadcastOutboxTable, GenerationTable } from './database-schema.js';
 import {
   type GenerationCommit,
@@ -11,14 +13,15 @@ const START_RETRY_MS = 60_000;
 
 export interface SqliteCommitThread {
   /**
-   * The generation group commit (sqlite-generation-writer.ts) run in the thread; null when the
-   * thread is not available now (it could not start lately): the caller commits on its own
-   * connection instead.
+   * The generation group commit (sqlite-generation-writer.ts) run in the thread, the broadcast rows
+   * of `sources` built there (see SqliteThread.writeGenerations); null when the thread is not
+   * available now (it could not start lately): the caller commits on its own connection instead.
    */
   writeGenerations(
     rows: readonly GenerationTable[],
     at: string,
     outbox: readonly BroadcastOutboxTable[],
+    sources: readonly OutboxSources[],
   ): Promise<GenerationCommit> | null;
   /** Whether commits go to the thread now (false for a while after it could not start). */
   available(): boolean;
@@ -46,6 +49,8 @@ export function createSqliteCommitThread(options: {
   path: string;
   /** The thread could not start, or stopped unasked (the next commit starts another). */
   onFailure?: (message: string) => void;
+  /** Where the thread loads the broadcast row builder from (tests name one that cannot load). */
+  outboxBuilder?: ThreadModule;
   /** Starts the thread (tests give one that fails). */
   start?: typeof startSqliteThread;
 }): SqliteCommitThread {
@@ -55,11 +60,15 @@ export function createSqliteCommitThread(options: {
   let closed = false;
 
   return {
-    writeGenerations(rows, at, outbox) {
+    writeGenerations(rows, at, outbox, sources) {
       if (closed) return Promise.reject(new SqliteThreadStoppedError('the storage is closed'));
       if (!thread) {
         if (performance.now() < unavailableUntil) return null;
-        const starting = start({ path: options.path, onFailure: options.onFailure });
+        const starting = start({
+          path: options.path,
+          onFailure: options.onFailure,
+          outboxBuilder: options.outboxBuilder,
+        });
         thread = starting;
         starting.catch((error: unknown) => {
           if (thread === starting) thread = null;
@@ -67,7 +76,7 @@ export function createSqliteCommitThread(options: {
           options.onFailure?.(`the commit thread could not start: ${(error as Error).message}`);
         });
       }
-      return thread.then((running) => running.writeGenerations(rows, at, outbox));
+      return thread.then((running) => running.writeGenerations(rows, at, outbox, sources));
     },
 
     available: () => thread !== null || performance.now() >= unavailableUntil,

@@ -6,6 +6,8 @@ import {
   ledgerNote,
   spendTotals,
 } from '../billing/sqlite-generation-writer.js';
+import type { buildOutboxBatch, leasedRows, OutboxSources } from '../broadcast/outbox-build.js';
+import { type ThreadModule, threadModule } from '../platform/module-thread.js';
 import type { BroadcastOutboxTable, GenerationTable } from './database-schema.js';
 import { cachingStatements, configureSqliteConnection, STATEMENT_CACHE_SIZE } from './sqlite-statements.js';
 
@@ -26,6 +28,7 @@ type Request =
       rows: readonly GenerationTable[];
       at: string;
       outbox: readonly BroadcastOutboxTable[];
+      sources: readonly OutboxSources[];
     }
   | { id: number; kind: 'close' };
 
@@ -40,6 +43,14 @@ export interface AtomicStep {
   requireChanges?: boolean;
 }
 
+/** A broadcast row a SQLite thread built and stored, leased to a delivery worker. */
+export interface StoredOutboxRow {
+  id: string;
+  leased_by: string;
+  /** The lease it was stored with: a read back takes the row only while it still holds this one. */
+  lease_until: string;
+}
+
 /** What a group commit answers. */
 export interface GenerationCommit {
   /**
@@ -47,7 +58,14 @@ export interface GenerationCommit {
    * and their events neither stored nor to be handed to a worker.
    */
   skipped: string[];
+  /** The rows built here from `sources` and leased to a worker (those of new records only may exist). */
+  stored: StoredOutboxRow[];
+  /** Generations whose events could not be built (their records are stored without them). */
+  unbuilt: Array<{ id: string; message: string }>;
 }
+
+/** The code of the error a commit with `sources` fails with when the thread cannot load the builder. */
+export const OUTBOX_BUILDER_UNAVAILABLE = 'SWITCHYARD_OUTBOX_BUILDER_UNAVAILABLE';
 
 /** An error as it crosses the boundary: the driver's `code` (SQLITE_CONSTRAINT_UNIQUE…) kept. */
 interface ErrorData {
@@ -69,6 +87,14 @@ interface ThreadData {
   driver: string;
   path: string;
   statementCacheSize: number;
+  /** The module that builds broadcast rows (src/broadcast/outbox-build.ts), loaded at the first commit that has some to build. */
+  outboxBuilder: ThreadModule;
+}
+
+/** What the thread uses of the builder module. */
+interface OutboxBuilder {
+  buildOutboxBatch: typeof buildOutboxBatch;
+  leasedRows: typeof leasedRows;
 }
 
 /**
@@ -97,10 +123,41 @@ function sqliteThreadMain(require: NodeJS.Require, data: ThreadData, port: Messa
   }
   const statements = cachingStatements(connection, data.statementCacheSize);
   let writeGenerations: ReturnType<typeof createSqliteGenerationWriter> | null = null;
-  const commit = (request: Extract<Request, { kind: 'writeGenerations' }>): GenerationCommit => {
+  /**
+   * The broadcast row builder, imported at the first commit with rows to build (a module, unlike
+   * this program: through tsx's loader when the gateway runs from its TypeScript sources). Requests
+   * arriving while it loads wait in `held`, so they still run in arrival order.
+   */
+  let builder: OutboxBuilder | null = null;
+  let builderFailure: ErrorData | null = null;
+  const held: Request[] = [];
+  const loadBuilder = async (): Promise<OutboxBuilder> => {
+    const { url, tsx } = data.outboxBuilder;
+    if (tsx) ((await import(tsx)) as { register(): void }).register();
+    return (await import(url)) as OutboxBuilder;
+  };
+  const commit = (request: Extract<Request, { kind: 'writeGenerations' }>): GenerationCommit | ErrorData => {
+    let outbox = request.outbox;
+    let built: BroadcastOutboxTable[] = [];
+    let unbuilt: GenerationCommit['unbuilt'] = [];
+    if (request.sources.length > 0) {
+      if (!builder) {
+        return {
+          name: 'Error',
+          message: `broadcast events cannot be built in the SQLite thread: ${builderFailure?.message ?? 'not loaded'}`,
+          // OUTBOX_BUILDER_UNAVAILABLE (a literal: this program sees no module constants).
+          code: 'SWITCHYARD_OUTBOX_BUILDER_UNAVAILABLE',
+        };
+      }
+      // The rows are stored (and their leases start) now, as rows built on the request thread are.
+      ({ rows: built, unbuilt } = builder.buildOutboxBatch(request.sources, Date.parse(request.at)));
+      outbox = outbox.length > 0 ? outbox.concat(built) : built;
+    }
     // Prepared at the first batch: the tables exist only once the migrations have run.
     writeGenerations ??= createSqliteGenerationWriter(connection);
-    return { skipped: writeGenerations(request.rows, request.at, request.outbox) };
+    const skipped = writeGenerations(request.rows, request.at, outbox);
+    const stored = builder && built.length > 0 ? builder.leasedRows(built, skipped) : [];
+    return { skipped, stored, unbuilt };
   };
   const handle = (request: Request): void => {
     let reply: Reply;
@@ -126,7 +183,11 @@ function sqliteThreadMain(require: NodeJS.Require, data: ThreadData, port: Messa
           .immediate();
         reply = { id: request.id, ok: true, result: { rows: [], changes } };
       } else if (request.kind === 'writeGenerations') {
-        reply = { id: request.id, ok: true, result: commit(request) };
+        const result = commit(request);
+        reply =
+          'skipped' in result
+            ? { id: request.id, ok: true, result }
+            : { id: request.id, ok: false, error: result };
       } else {
         statements.close();
         reply = { id: request.id, ok: true, result: null };
@@ -144,7 +205,34 @@ function sqliteThreadMain(require: NodeJS.Require, data: ThreadData, port: Messa
       port.postMessage({ id: request.id, ok: false, error: errorData(error) } satisfies Reply);
     }
   };
-  port.on('message', handle);
+  port.on('message', (request: Request) => {
+    if (held.length > 0) {
+      held.push(request);
+      return;
+    }
+    if (
+      request.kind === 'writeGenerations' &&
+      request.sources.length > 0 &&
+      builder === null &&
+      builderFailure === null
+    ) {
+      held.push(request);
+      loadBuilder()
+        .then(
+          (loaded) => {
+            builder = loaded;
+          },
+          (error: unknown) => {
+            builderFailure = errorData(error);
+          },
+        )
+        .then(() => {
+          for (const waiting of held.splice(0)) handle(waiting);
+        });
+      return;
+    }
+    handle(request);
+  });
   // A request that could not be read is lost with its id: its caller would wait for ever. The
   // parent restarts the thread, failing what it had sent.
   port.on('messageerror', (error) =>
@@ -189,11 +277,17 @@ export interface SqliteThread {
    * (the query builder's driver) may send them: anyone else could land inside its transaction.
    */
   query(sql: string, parameters: readonly unknown[]): Promise<ThreadQueryResult>;
-  /** The generation group commit (sqlite-generation-writer.ts) with its outbox rows, run under the lock. */
+  /**
+   * The generation group commit (sqlite-generation-writer.ts), run under the lock, with the outbox
+   * rows given and those built here from `sources` (src/broadcast/outbox-build.ts). Rejects with
+   * code OUTBOX_BUILDER_UNAVAILABLE, writing nothing, when there are sources and the builder module
+   * could not be loaded.
+   */
   writeGenerations(
     rows: readonly GenerationTable[],
     at: string,
     outbox: readonly BroadcastOutboxTable[],
+    sources?: readonly OutboxSources[],
   ): Promise<GenerationCommit>;
   /**
    * Runs `steps` in one immediate transaction in the thread, under the lock, and answers the rows
@@ -234,8 +328,14 @@ interface Pending {
   origin: Error;
 }
 
+/** Where the thread loads the broadcast row builder from. */
+const OUTBOX_BUILDER = threadModule(import.meta.url, '../broadcast/outbox-build');
+
 /** Starts a thread on the file; resolves once its connection is open, else rejects with the driver's reason. */
-function spawnThread(path: string): Promise<{ worker: Worker; tid: number | null }> {
+function spawnThread(
+  path: string,
+  outboxBuilder: ThreadModule,
+): Promise<{ worker: Worker; tid: number | null }> {
   const worker = new Worker(threadSource(), {
     eval: true,
     // Not the process's flags: `--input-type=module` would make the source a module without
@@ -248,6 +348,7 @@ function spawnThread(path: string): Promise<{ worker: Worker; tid: number | null
       driver: createRequire(import.meta.url).resolve('better-sqlite3'),
       path,
       statementCacheSize: STATEMENT_CACHE_SIZE,
+      outboxBuilder,
     } satisfies ThreadData,
   });
   return new Promise<{ worker: Worker; tid: number | null }>((resolve, reject) => {
@@ -292,7 +393,10 @@ export async function startSqliteThread(options: {
   onFailure?: (message: string) => void;
   /** Told of each thread once its connection is open (tests stop one to see it replaced). */
   onThreadStart?: (worker: Worker) => void;
+  /** Where the broadcast row builder is loaded from (tests name one that cannot load). */
+  outboxBuilder?: ThreadModule;
 }): Promise<SqliteThread> {
+  const outboxBuilder = options.outboxBuilder ?? OUTBOX_BUILDER;
   const pending = new Map<number, Pending>();
   let nextId = 1;
   let started = 0;
@@ -365,7 +469,7 @@ export async function startSqliteThread(options: {
     return worker;
   }
 
-  adopt(await spawnThread(options.path));
+  adopt(await spawnThread(options.path, outboxBuilder));
 
   /** The running thread, or a new one when the last stopped; statements keep their order. */
   function thread(): Worker | Promise<Worker> {
@@ -378,7 +482,7 @@ export async function startSqliteThread(options: {
     if (restartFailure && performance.now() < restartFailure.until)
       return Promise.reject(restartFailure.error);
     starting ??= exiting
-      .then(() => spawnThread(options.path))
+      .then(() => spawnThread(options.path, outboxBuilder))
       .then(
         (spawned) => {
           starting = null;
@@ -447,10 +551,10 @@ export async function startSqliteThread(options: {
 
   return {
     query: (sql, parameters) => send<ThreadQueryResult>({ kind: 'query', sql, parameters }),
-    async writeGenerations(rows, at, outbox) {
+    async writeGenerations(rows, at, outbox, sources = []) {
       await lock();
       try {
-        return await send<GenerationCommit>({ kind: 'writeGenerations', rows, at, outbox });
+        return await send<GenerationCommit>({ kind: 'writeGenerations', rows, at, outbox, sources });
       } finally {
         unlock();
       }

@@ -2,7 +2,6 @@ import { randomUUID } from 'node:crypto';
 import type { Worker } from 'node:worker_threads';
 import type { Registry } from 'prom-client';
 import { POLICY_TOPIC } from '../admin/workspaces/workspace-access.js';
-import type { StoredOutboxRow } from '../broadcast/outbox-build.js';
 import { leasedRows } from '../broadcast/outbox-build.js';
 import { createOutboxRepository } from '../broadcast/outbox-repository.js';
 import type { Config } from '../config/config-schema.js';
@@ -12,6 +11,7 @@ import { startModuleThread } from '../platform/module-thread.js';
 import { watchThread } from '../platform/thread-watchdog.js';
 import type { Storage } from '../storage/database.js';
 import type { BroadcastOutboxTable } from '../storage/database-schema.js';
+import type { StoredOutboxRow } from '../storage/sqlite-thread.js';
 import { type BroadcastWorkerLogger, type Outcome, registerWorkerMetrics } from './broadcast-worker.js';
 
 /** What the thread is started with (plain data: it opens its own connection and secret box). */
@@ -90,9 +90,9 @@ const PRUNE_FROM = 1_000;
  * database connection, exporter HTTP client and secret box, at the delivery thread's lowered
  * priority once its first batch has settled. The request thread keeps only what must happen there:
  * its group commit stores each generation's events, then the rows leased to this worker are posted
- * across whole (`accept`) — most of them deferred rows, which the thread builds into events
- * (src/broadcast/outbox-deferred.ts). Building, holding them through the batch linger, claiming,
- * sending and settling all happen in the thread, so none of it pauses requests or grows their heap (docs/decisions.md,
+ * across — by id when a SQLite thread built them (`acceptStored`: the thread reads them back), whole
+ * when they were built on the request thread (`accept`). Holding them through the batch linger, claiming, sending and settling
+ * all happen in the thread, so none of it pauses requests or grows their heap (docs/decisions.md,
  * "The broadcast worker runs in its own thread"). Its counts and delivery times come back as
  * messages to the request thread's metrics; destination changes on the bus are forwarded to it.
  * Presents the interface of `createBroadcastWorker`.
@@ -315,6 +315,17 @@ export function createThreadedBroadcastWorker(options: {
       if (started) ensureThread();
       remember(leasedRows(mine));
       post({ kind: 'accept', rows: mine });
+    },
+    /**
+     * Hands the thread the rows a SQLite thread built and stored at a group commit, by id (the
+     * thread reads them on its connection): no event text passes through this thread.
+     */
+    acceptStored(rows: readonly StoredOutboxRow[]) {
+      const mine = rows.filter((row) => row.leased_by === owner);
+      if (mine.length === 0) return;
+      if (started) ensureThread();
+      remember(mine);
+      post({ kind: 'acceptStored', rows: mine });
     },
     /** Runs the thread's worker until nothing is in flight (see the worker's `drain`). */
     drain(): Promise<void> {

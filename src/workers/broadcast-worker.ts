@@ -12,8 +12,7 @@ import {
 } from '../broadcast/destination-type.js';
 import { destinationType } from '../broadcast/destination-types.js';
 import type { ExporterHttp } from '../broadcast/exporter-http.js';
-import { leasedRows, type StoredOutboxRow } from '../broadcast/outbox-build.js';
-import { buildDeferredRow, isDeferred } from '../broadcast/outbox-deferred.js';
+import { leasedRows } from '../broadcast/outbox-build.js';
 import { eventOfBuiltRow, payloadToSend, stowPayload } from '../broadcast/outbox-events.js';
 import { createFanoutOutbox } from '../broadcast/outbox-fanout.js';
 import { createOutboxRepository } from '../broadcast/outbox-repository.js';
@@ -23,6 +22,7 @@ import type { Clock } from '../platform/clock.js';
 import type { SecretBox } from '../platform/secret-box.js';
 import type { Storage } from '../storage/database.js';
 import type { BroadcastOutboxTable, ObservabilityDestinationTable } from '../storage/database-schema.js';
+import type { StoredOutboxRow } from '../storage/sqlite-thread.js';
 
 export interface BroadcastWorkerLogger {
   info(details: Record<string, unknown>, message: string): void;
@@ -162,8 +162,6 @@ export function createBroadcastWorker(options: {
   let started = false;
   /** Rows stored for this worker being read back (`acceptStored`), one read after another. */
   let reading: Promise<void> = Promise.resolve();
-  /** Deletes of deferred rows no destination takes (`removeUnselected`), settled in turn. */
-  let removing: Promise<void> = Promise.resolve();
   let lastPurge = 0;
   /** A pass failed: no queue is sent before this time (epoch ms), so a failing database is not asked in a spin. */
   let retryAt = 0;
@@ -370,10 +368,11 @@ export function createBroadcastWorker(options: {
         busy: excludedNow,
       });
       databaseBacklog =
-        claimedNow.rows.length === claimLimit || claimedNow.moreFanOuts || backlogSignals !== signalsBefore;
-      const claimedRows = [...claimedNow.fanOuts, ...claimedNow.rows];
-      if (claimedRows.length > 0) options.onClaimed?.(leasedRows(claimedRows));
-      const stored = buildDeferred(claimedRows);
+        claimedNow.rows.length === claimLimit ||
+        (fanOutLimit > 0 && claimedNow.fanOuts.length === fanOutLimit) ||
+        backlogSignals !== signalsBefore;
+      const stored = [...claimedNow.fanOuts, ...claimedNow.rows];
+      if (stored.length > 0) options.onClaimed?.(leasedRows(stored));
       // A fan-out row is claimed whoever its destinations are: its parts for a destination not to
       // be sent to now wait for it in memory, as handed-over rows do (or in the database while it
       // is paused), rather than split the row.
@@ -811,71 +810,23 @@ export function createBroadcastWorker(options: {
   }
 
   /**
-   * Builds the deferred rows among `rows` that are not open here already (src/broadcast/
-   * outbox-deferred.ts): each becomes a fan-out row of the destinations that select its event.
-   * Answers the rows to deliver. A deferred row no destination selects is deleted, and so is one
-   * that cannot be built (logged: its record is stored, its events are lost — as when building
-   * them failed at the commit); a failed delete leaves it to its lease, and whoever claims it next
-   * decides again.
-   */
-  function buildDeferred(rows: readonly BroadcastOutboxTable[]): BroadcastOutboxTable[] {
-    const ready: BroadcastOutboxTable[] = [];
-    const unselected: string[] = [];
-    for (const row of rows) if (built(row, unselected)) ready.push(row);
-    removeUnselected(unselected);
-    return ready;
-  }
-
-  /** `buildDeferred` for one row: whether it is to be delivered (else its id is in `unselected`). */
-  function built(row: BroadcastOutboxTable, unselected: string[]): boolean {
-    if (!isDeferred(row) || outbox.holds(row.id)) return true;
-    let destinations = 0;
-    try {
-      destinations = buildDeferredRow(row);
-    } catch (error) {
-      logger.error(
-        { err: error, generation_id: row.generation_id },
-        'broadcast events could not be built; not sent',
-      );
-    }
-    if (destinations > 0) return true;
-    unselected.push(row.id);
-    return false;
-  }
-
-  /** Deletes deferred rows no destination takes; `drain` and `stop` wait for the deletes. */
-  function removeUnselected(ids: readonly string[]): void {
-    if (ids.length === 0) return;
-    const removal = repository.removeHeld(ids, owner).catch((error: unknown) => {
-      logger.warn(
-        { err: error, events: ids.length },
-        'broadcast rows no destination takes not deleted; they wait for their lease',
-      );
-    });
-    removing = removing.then(() => removal);
-  }
-
-  /**
    * Takes the rows a group commit just stored. Those leased to this worker are delivered from
    * memory; beyond MAX_HANDOFF_ROWS, or once stopped, they are handed back to the database (the
    * promise settles once they are).
    */
   function accept(rows: readonly BroadcastOutboxTable[]): Promise<void> {
     const overflow: string[] = [];
-    const unselected: string[] = [];
     const now = clock.now().getTime();
     for (const row of rows) {
       if (row.leased_by !== owner) continue;
-      // Beyond the bound a row goes back as it is (a fan-out row whole, not split; a deferred row
-      // unbuilt).
+      // Beyond the bound a row goes back as it is (a fan-out row whole, not split).
       if (stopped || handoffSize >= MAX_HANDOFF_ROWS) overflow.push(row.id);
-      else if (built(row, unselected)) {
+      else {
         // Held until every destination has it: its payload waits off the JS heap.
         stowPayload(row);
         enqueue(outbox.open([row]), now);
       }
     }
-    removeUnselected(unselected);
     const handedBack =
       overflow.length === 0
         ? Promise.resolve()
@@ -938,7 +889,6 @@ export function createBroadcastWorker(options: {
         await reading;
         await loop();
         while (busy.size > 0) await Promise.allSettled([...busy.values()]);
-        await removing;
       } finally {
         flushing = false;
       }
@@ -953,7 +903,6 @@ export function createBroadcastWorker(options: {
       await reading;
       await looping?.catch(() => undefined);
       await Promise.allSettled([...busy.values()]);
-      await removing;
       const waiting = [...handoff].flatMap(([destinationId, queue]) =>
         queue.rows.map((row) => outbox.partFor(row, destinationId).id),
       );

@@ -9,12 +9,7 @@ import {
   type OutboxRowsBuilder,
 } from '../../src/billing/generation-log.js';
 import { buildOutboxRows, type OutboxSources } from '../../src/broadcast/outbox-build.js';
-import { buildDeferredRow } from '../../src/broadcast/outbox-deferred.js';
-import { payloadText } from '../../src/broadcast/outbox-events.js';
-import { createFanoutOutbox } from '../../src/broadcast/outbox-fanout.js';
-import { createOutboxRepository } from '../../src/broadcast/outbox-repository.js';
 import { openStorage, type Storage } from '../../src/storage/database.js';
-import type { BroadcastOutboxTable } from '../../src/storage/database-schema.js';
 import { initializeStorage } from '../../src/storage/initialize.js';
 import { createSqliteCommitThread } from '../../src/storage/sqlite-commit-thread.js';
 import { SAMPLE_KEY_HASH, SAMPLE_WORKSPACE, sampleGenerationRecord } from '../helpers/generation-record.js';
@@ -281,23 +276,19 @@ for (const { name, thread, commitThread } of backend.isPostgres ? MODES.slice(0,
       assert.deepEqual(batches, [2, 2, 2]);
     });
 
-    it('stores a builder with sources as one deferred row, leased and handed over, built by no one here', async () => {
-      const written: BroadcastOutboxTable[] = [];
+    it('builds broadcast rows from their sources in the SQLite thread that commits, never on this thread', async () => {
+      const written: string[] = [];
+      const stored: string[] = [];
       log = createGenerationLog({
         storage,
         logger: captureLogger().logger,
-        onOutboxWritten: (rows) => written.push(...rows),
+        onOutboxWritten: (rows) => written.push(...rows.map((row) => row.id)),
+        onOutboxStored: (rows) => stored.push(...rows.map((row) => `${row.id} ${row.leased_by}`)),
       });
       const inputs = [generation(), generation()];
       const builders = inputs.map((input) => sourcedBuilder(input, { owner: 'worker-1' }));
       for (const [index, input] of inputs.entries()) log.record(input, builders[index]);
       await log.flush();
-      // The commit went to the thread (a commit thread that could not start leaves it here).
-      if (storage.commitThread) assert.equal(storage.commitThread.started(), true);
-      assert.deepEqual(
-        builders.map((builder) => builder.calls),
-        [0, 0],
-      );
       const rows = await storage.db
         .selectFrom('broadcast_outbox')
         .selectAll()
@@ -308,33 +299,36 @@ for (const { name, thread, commitThread } of backend.isPostgres ? MODES.slice(0,
         inputs.map((input) => input.id).sort(),
       );
       for (const row of rows) {
-        assert.equal(row.status, 'deferred');
-        assert.equal(row.destination_id, '*1:0');
-        assert.equal(row.fanout, '11111111-1111-4111-8111-111111111111');
-        assert.equal(row.leased_by, 'worker-1');
-        assert.equal(row.attempts, 1);
-        assert.match(row.payload, /^v8:[A-Za-z0-9+/]+=*$/);
-        // Read back from the database, it builds into the event the destination receives.
-        assert.equal(buildDeferredRow(row), 1);
-        const [part] = createFanoutOutbox(createOutboxRepository(storage)).expand([row]);
-        const event = JSON.parse(payloadText(part as BroadcastOutboxTable));
+        const event = JSON.parse(row.payload);
         assert.equal(event.generation_id, row.generation_id);
         assert.deepEqual(event.input, [
           { role: 'system', content: 'Be brief.' },
           { role: 'user', content: `question of ${row.generation_id}` },
         ]);
-        assert.equal(part?.destination_id, '11111111-1111-4111-8111-111111111111');
+        assert.equal(row.leased_by, 'worker-1');
+        assert.equal(row.destination_id, '11111111-1111-4111-8111-111111111111');
       }
-      // The worker is handed the rows themselves, as stored.
-      assert.deepEqual(written.map((row) => row.id).sort(), rows.map((row) => row.id).sort());
+      const inThread = storage.sqliteThread !== null || storage.commitThread !== null;
+      // The commit went to the thread (a commit thread that could not start leaves it here).
+      if (storage.commitThread) assert.equal(storage.commitThread.started(), true);
+      assert.deepEqual(
+        builders.map((builder) => builder.calls),
+        inThread ? [0, 0] : [1, 1],
+      );
+      const ids = rows.map((row) => row.id).sort();
+      // Built in the thread, the rows reach the worker by id; built here, as the objects.
+      assert.deepEqual(stored.sort(), inThread ? ids.map((id) => `${id} worker-1`) : []);
+      assert.deepEqual(written.sort(), inThread ? [] : ids);
     });
 
     it('hands over no event of a record stored before (a batch retried after a commit in doubt)', async () => {
       const written: string[] = [];
+      const stored: string[] = [];
       log = createGenerationLog({
         storage,
         logger: captureLogger().logger,
         onOutboxWritten: (rows) => written.push(...rows.map((row) => row.generation_id)),
+        onOutboxStored: (rows) => stored.push(...rows.map((row) => row.id)),
       });
       const input = generation();
       log.record(input);
@@ -349,40 +343,17 @@ for (const { name, thread, commitThread } of backend.isPostgres ? MODES.slice(0,
         rows.map((row) => row.generation_id),
         [fresh.id],
       );
-      // Only the new record's row reaches the worker.
-      assert.deepEqual(written, [fresh.id]);
+      // Only the new record's row reaches the worker, however it was built.
+      assert.deepEqual([...written, ...stored.map(() => fresh.id)], [fresh.id]);
+      if (stored.length > 0) assert.deepEqual(stored, [rows[0]?.id]);
       assert.equal(await storedCount(storage), 2);
-    });
-
-    it('builds the rows here when their sources cannot be serialized, and loses none', async () => {
-      const { logger, lines } = captureLogger();
-      log = createGenerationLog({ storage, logger });
-      // A function cannot be copied: no deferred row; the rows are built here instead.
-      const input = generation({ metadata: { team: 'search', callback: () => 1 } as never });
-      const builder = sourcedBuilder(input, { owner: 'worker-1' });
-      log.record(input, builder);
-      await log.flush();
-      assert.equal(await storedCount(storage), 1);
-      const rows = await storage.db.selectFrom('broadcast_outbox').selectAll().execute();
-      assert.deepEqual(
-        rows.map((row) => [row.generation_id, row.status, JSON.parse(row.payload).generation_id]),
-        [[input.id, 'pending', input.id]],
-      );
-      assert.equal(builder.calls, 1);
-      assert.deepEqual(lines.warn, []);
-      assert.deepEqual(lines.error, []);
     });
 
     it('stores the record without its events when they cannot be built, saying so', async () => {
       const { logger, lines } = captureLogger();
       log = createGenerationLog({ storage, logger });
       const input = generation();
-      // Built here (no sources), its unreadable rules make building throw.
-      const { sources: _deferrable, ...builder } = sourcedBuilder(input, {
-        owner: 'worker-1',
-        filterRules: 'not json',
-      });
-      log.record(input, builder);
+      log.record(input, sourcedBuilder(input, { owner: 'worker-1', filterRules: 'not json' }));
       await log.flush();
       assert.equal(await storedCount(storage), 1);
       const rows = await storage.db.selectFrom('broadcast_outbox').selectAll().execute();
@@ -592,6 +563,66 @@ for (const { name, thread, commitThread } of backend.isPostgres ? MODES.slice(0,
         { key_hash: KEY_A, day: '2025-03-10', usage: kept, byok: 0 },
       ]);
     });
+
+    if (thread || commitThread)
+      it('builds the rows on this thread when the SQLite thread cannot load the builder, and says so once', async () => {
+        await storage.close();
+        storage = await openStorage({
+          url: database.settings.database_url,
+          schema: database.settings.database_schema,
+          thread,
+          commitThread,
+          outboxBuilder: { url: new URL('./no-such-builder.js', import.meta.url).href, tsx: null },
+        });
+        const { logger, lines } = captureLogger();
+        const written: string[] = [];
+        log = createGenerationLog({
+          storage,
+          logger,
+          onOutboxWritten: (rows) => written.push(...rows.map((row) => row.generation_id)),
+        });
+        const first = generation();
+        const firstBuilder = sourcedBuilder(first, { owner: 'worker-1' });
+        log.record(first, firstBuilder);
+        await log.flush();
+        const second = generation();
+        const secondBuilder = sourcedBuilder(second, { owner: 'worker-1' });
+        log.record(second, secondBuilder);
+        await log.flush();
+        assert.equal(await storedCount(storage), 2);
+        const rows = await storage.db.selectFrom('broadcast_outbox').select('generation_id').execute();
+        assert.deepEqual(rows.map((row) => row.generation_id).sort(), [first.id, second.id].sort());
+        assert.deepEqual([firstBuilder.calls, secondBuilder.calls], [1, 1]);
+        assert.deepEqual(written, [first.id, second.id]);
+        assert.deepEqual(
+          lines.error.map((line) => line.message),
+          ['the SQLite thread cannot build broadcast events; they are built on the request thread'],
+        );
+        assert.match(String((lines.error[0]?.err as Error | undefined)?.message), /no-such-builder/);
+        assert.deepEqual(lines.warn, []);
+      });
+
+    if (thread || commitThread)
+      it('builds the rows here when a commit that was to build them failed: sources the thread cannot take hold nothing up', async () => {
+        const { logger, lines } = captureLogger();
+        log = createGenerationLog({ storage, logger });
+        // A function cannot be copied to another thread: the commit fails before it begins.
+        const input = generation({ metadata: { team: 'search', callback: () => 1 } as never });
+        const builder = sourcedBuilder(input, { owner: 'worker-1' });
+        log.record(input, builder);
+        await waitFor(() => log?.pending() === 0);
+        assert.equal(await storedCount(storage), 1);
+        const rows = await storage.db.selectFrom('broadcast_outbox').select('generation_id').execute();
+        assert.deepEqual(
+          rows.map((row) => row.generation_id),
+          [input.id],
+        );
+        assert.equal(builder.calls, 1);
+        assert.deepEqual(
+          lines.warn.map((line) => line.message),
+          ['generation records not written; kept queued, retrying'],
+        );
+      });
 
     it('close() gives up on a database that stays away after its timeout, saying how many records are lost', async () => {
       const probe = instrumented(storage);

@@ -5,17 +5,11 @@ import { join } from 'node:path';
 import { after, afterEach, before, describe, it } from 'node:test';
 import { setTimeout } from 'node:timers/promises';
 import { sql } from 'kysely';
-import { createExporterHttp } from '../../src/broadcast/exporter-http.js';
 import { idempotencyKeyOf } from '../../src/broadcast/idempotency-key.js';
-import { buildDeferredRow } from '../../src/broadcast/outbox-deferred.js';
-import { payloadText } from '../../src/broadcast/outbox-events.js';
-import { createFanoutOutbox } from '../../src/broadcast/outbox-fanout.js';
 import { createOutboxRepository } from '../../src/broadcast/outbox-repository.js';
-import { systemClock } from '../../src/platform/clock.js';
 import { openStorage, type Storage } from '../../src/storage/database.js';
 import type { BroadcastOutboxTable } from '../../src/storage/database-schema.js';
 import { initializeStorage } from '../../src/storage/initialize.js';
-import { createBroadcastWorker } from '../../src/workers/broadcast-worker.js';
 import type { ReceivedRequest } from '../helpers/broadcast-fixtures.js';
 import { isolatedDatabase, type TestApp } from '../helpers/test-app.js';
 import {
@@ -57,14 +51,8 @@ describe('broadcast fan-out rows', () => {
   });
 
   it('stores one row for destinations that receive the same payload, and one per other payload', async () => {
-    // The worker on this thread sends the rows built here; the receivers keep them in the outbox.
-    const { gateway, key } = await gatewayWith();
-    const hooks = [
-      await receiver(() => 'hang'),
-      await receiver(() => 'hang'),
-      await receiver(() => 'hang'),
-      await receiver(() => 'hang'),
-    ];
+    const { gateway, key } = await gatewayWith({ worker_enabled: false });
+    const hooks = [await receiver(), await receiver(), await receiver(), await receiver()];
     const shared = [
       await createWebhook(gateway, hooks[0] as never, { name: 'a' }),
       await createWebhook(gateway, hooks[1] as never, { name: 'b' }),
@@ -101,161 +89,6 @@ describe('broadcast fan-out rows', () => {
       );
       assert.equal(pending.body.total_count, 1);
     }
-  });
-
-  it('stores one deferred row when no worker on this thread sends the events, listed pending for each destination', async () => {
-    const { gateway, key } = await gatewayWith({ worker_enabled: false });
-    const hooks = [await receiver(), await receiver(), await receiver(), await receiver()];
-    const shared = [
-      await createWebhook(gateway, hooks[0] as never, { name: 'a' }),
-      await createWebhook(gateway, hooks[1] as never, { name: 'b' }),
-      await createWebhook(gateway, hooks[2] as never, { name: 'c' }),
-    ];
-    const private_ = await createWebhook(gateway, hooks[3] as never, { name: 'd', privacy_mode: true });
-    const response = await chat(gateway, key);
-    const generationId = response.headers.get('x-generation-id');
-    const rows = await outboxRows(gateway);
-    assert.equal(rows.length, 1);
-    const [deferred] = rows as [BroadcastOutboxTable];
-    // Not built: what the events are made from, for the worker that takes it to build.
-    assert.equal(deferred.status, 'deferred');
-    assert.equal(deferred.generation_id, generationId);
-    assert.equal(deferred.destination_id, '*4:0');
-    assert.deepEqual(deferred.fanout?.split(',').sort(), [...shared, private_].sort());
-    assert.equal(deferred.idempotency_key, '');
-    assert.equal(deferred.leased_by, null);
-    assert.equal(deferred.attempts, 0);
-    assert.doesNotMatch(deferred.payload, /hello there/);
-    for (const id of [...shared, private_]) {
-      const pending = await gateway.request(
-        'GET',
-        `/api/v1/observability/destinations/${id}/deliveries?status=pending`,
-      );
-      assert.equal(pending.status, 200, pending.text);
-      assert.deepEqual(
-        pending.body.data.map((found: { id: string; status: string }) => [found.id, found.status]),
-        [[deferred.id, 'pending']],
-      );
-    }
-    // Built (as a worker does), each destination gets the payload it would have had built here.
-    assert.equal(buildDeferredRow(deferred), 4);
-    const parts = createFanoutOutbox(createOutboxRepository(gateway.services.storage)).expand([deferred]);
-    assert.deepEqual(parts.map((part) => part.destination_id).sort(), [...shared, private_].sort());
-    for (const part of parts) {
-      const event = JSON.parse(payloadText(part));
-      assert.equal(event.generation_id, generationId);
-      if (part.destination_id === private_) assert.doesNotMatch(payloadText(part), /hello there/);
-      else assert.match(payloadText(part), /hello there/);
-    }
-  });
-
-  it('builds a deferred row where the worker takes it: each destination its payload, one row of its own for a failure, none for a destination its rules leave out', async () => {
-    // Stored deferred by a gateway that runs no worker, then claimed by one that does.
-    const database = isolatedDatabase();
-    const producer = await startBroadcastGateway({ database, broadcast: { worker_enabled: false } });
-    gateways.push(producer);
-    await setBroadcast(producer, true);
-    const { key } = await inferenceKey(producer);
-    let failing = true;
-    const flaky = await receiver(() =>
-      failing ? { status: 500, body: { error: 'boom' } } : { status: 200, body: {} },
-    );
-    const steady = await receiver();
-    const private_ = await receiver();
-    const excluded = await receiver();
-    const flakyId = await createWebhook(producer, flaky, { name: 'flaky' });
-    const steadyId = await createWebhook(producer, steady, { name: 'steady' });
-    await createWebhook(producer, private_, { name: 'private', privacy_mode: true });
-    await createWebhook(producer, excluded, {
-      name: 'excluded',
-      filter_rules: { groups: [{ rules: [{ field: 'model', operator: 'equals', value: 'no-such/model' }] }] },
-    });
-    const response = await chat(producer, key);
-    const generationId = String(response.headers.get('x-generation-id'));
-    assert.deepEqual(
-      (await outboxRows(producer)).map((found) => [found.status, found.destination_id]),
-      [['deferred', '*4:0']],
-    );
-    const worker = await startBroadcastGateway({
-      database,
-      broadcast: { base_backoff_ms: 400, max_backoff_ms: 400 },
-    });
-    gateways.push(worker);
-    await waitUntil('the failure settled', async () => {
-      const rows = await outboxRows(worker);
-      return rows.length === 1 && rows[0]?.status === 'pending' && rows[0]?.leased_by === null;
-    });
-    const [kept] = (await outboxRows(worker)) as [BroadcastOutboxTable];
-    // The deferred row is gone; the failed destination has a row of its own, its event built.
-    assert.equal(kept.destination_id, flakyId);
-    assert.equal(kept.status, 'pending');
-    assert.equal(kept.fanout, null);
-    assert.equal(kept.idempotency_key, idempotencyKeyOf(generationId, flakyId));
-    assert.equal(kept.last_status, 500);
-    assert.equal(JSON.parse(kept.payload).generation_id, generationId);
-    assert.match(kept.payload, /hello there/);
-    assert.equal(steady.deliveries().length, 1);
-    assert.equal(keyOf(steady.deliveries()[0] as ReceivedRequest), idempotencyKeyOf(generationId, steadyId));
-    assert.match(steady.deliveries()[0]?.text ?? '', /hello there/);
-    assert.equal(private_.deliveries().length, 1);
-    assert.doesNotMatch(private_.deliveries()[0]?.text ?? '', /hello there/);
-    failing = false;
-    await waitUntil('the retry', () => flaky.deliveries().length === 2);
-    await waitUntil('an empty outbox', async () => (await outboxRows(worker)).length === 0);
-    assert.deepEqual(flaky.deliveries().map(keyOf), [kept.idempotency_key, kept.idempotency_key]);
-    assert.equal(excluded.deliveries().length, 0);
-    assert.equal(steady.deliveries().length, 1);
-  });
-
-  it('deletes a deferred row no destination selects, and one that cannot be read (saying so); their records stay', async () => {
-    const { gateway, key } = await gatewayWith({ worker_enabled: false });
-    const hook = await receiver();
-    await createWebhook(gateway, hook, {
-      filter_rules: { groups: [{ rules: [{ field: 'model', operator: 'equals', value: 'no-such/model' }] }] },
-    });
-    const unselected = String((await chat(gateway, key)).headers.get('x-generation-id'));
-    const unreadable = String((await chat(gateway, key)).headers.get('x-generation-id'));
-    const { db } = gateway.services.storage;
-    assert.deepEqual(
-      (await outboxRows(gateway)).map((found) => found.status),
-      ['deferred', 'deferred'],
-    );
-    await db
-      .updateTable('broadcast_outbox')
-      .set({ payload: 'v8:AAAA' })
-      .where('generation_id', '=', unreadable)
-      .execute();
-    const errors: Array<[string, unknown]> = [];
-    const http = createExporterHttp({ allowPrivateNetworks: true });
-    const worker = createBroadcastWorker({
-      storage: gateway.services.storage,
-      secretBox: gateway.services.secretBox,
-      http,
-      settings: gateway.config.broadcast,
-      clock: systemClock,
-      logger: {
-        info: () => undefined,
-        warn: () => undefined,
-        error: (fields, message) => errors.push([message, fields.generation_id]),
-      },
-      owner: 'deferred-test',
-    });
-    try {
-      worker.start();
-      await worker.drain();
-      await waitUntil('an empty outbox', async () => (await outboxRows(gateway)).length === 0);
-    } finally {
-      await worker.stop();
-      await http.close();
-    }
-    assert.equal(hook.deliveries().length, 0);
-    assert.deepEqual(errors, [['broadcast events could not be built; not sent', unreadable]]);
-    const records = await db
-      .selectFrom('generations')
-      .select('id')
-      .where('id', 'in', [unselected, unreadable])
-      .execute();
-    assert.equal(records.length, 2);
   });
 
   it('delivers a fan-out row to each destination with its own idempotency key, then deletes it', async () => {
@@ -493,7 +326,7 @@ describe('outbox repository: settling a fan-out row, claiming', () => {
       fanout: 'd1,d2',
     });
 
-  it('counts events for the outbox gauge from the claim index: a fan-out or deferred row once per destination, whatever its mark', async () => {
+  it('counts events for the outbox gauge from the claim index: a fan-out row once per destination, whatever its mark', async () => {
     const { db } = gateway.services.storage;
     const repository = createOutboxRepository(gateway.services.storage);
     const rows = [
@@ -527,15 +360,6 @@ describe('outbox repository: settling a fan-out row, claiming', () => {
         destination_id: '*0',
         fanout: 'd1,d2,d3,d4,d5',
       },
-      // Deferred (not built yet): once per destination its workspace had.
-      {
-        ...fanOutRow(null),
-        id: 'gauge-deferred-4',
-        generation_id: 'gauge-g',
-        destination_id: '*4:0',
-        status: 'deferred' as const,
-        fanout: 'd1,d2,d3,d4',
-      },
       row({ id: 'gauge-own', generation_id: 'gauge-d', destination_id: 'd1', status: 'pending' }),
       row({
         id: 'gauge-dead-1',
@@ -559,13 +383,13 @@ describe('outbox repository: settling a fan-out row, claiming', () => {
         [...counts].sort((a, b) => a.status.localeCompare(b.status)),
         [
           { status: 'dead', count: 2 },
-          { status: 'pending', count: 3 + 2 + 12 + 5 + 4 + 1 },
+          { status: 'pending', count: 3 + 2 + 12 + 5 + 1 },
         ],
       );
       await db.deleteFrom('broadcast_outbox').where('id', '=', 'gauge-unmarked').execute();
       assert.deepEqual(
         (await repository.countByStatus()).find((count) => count.status === 'pending'),
-        { status: 'pending', count: 3 + 2 + 12 + 4 + 1 },
+        { status: 'pending', count: 3 + 2 + 12 + 1 },
       );
     } finally {
       await db
@@ -691,7 +515,7 @@ describe('outbox repository: settling a fan-out row, claiming', () => {
     await db.insertInto('broadcast_outbox').values(notDue).execute();
     const recorder = recordStatements();
     try {
-      assert.deepEqual(await claim(), { fanOuts: [], rows: [], moreFanOuts: false });
+      assert.deepEqual(await claim(), { fanOuts: [], rows: [] });
       assert.deepEqual(recorder?.writes() ?? [], [], 'nothing due: no statement that writes');
       const due = row({});
       const dueFanOut = row({ status: 'fanout', destination_id: '*0', fanout: 'd1,d2' });
@@ -706,55 +530,9 @@ describe('outbox repository: settling a fan-out row, claiming', () => {
         [[dueFanOut.id, 'me', 1]],
       );
       if (recorder) assert.ok(recorder.writes().some((source) => /update broadcast_outbox/.test(source)));
-      assert.deepEqual(await claim(), { fanOuts: [], rows: [], moreFanOuts: false });
+      assert.deepEqual(await claim(), { fanOuts: [], rows: [] });
     } finally {
       recorder?.restore();
-      await db.deleteFrom('broadcast_outbox').execute();
-    }
-  });
-
-  it('claims deferred rows with fan-out rows: up to half the limit when both wait, the rest for the other kind', async () => {
-    const { db } = gateway.services.storage;
-    const repository = createOutboxRepository(gateway.services.storage);
-    const claim = () =>
-      repository.claim({
-        limit: 10,
-        fanOutLimit: 5,
-        now: new Date('2030-01-01T00:00:10.000Z'),
-        leaseUntil: new Date('2030-01-01T00:01:10.000Z'),
-        owner: 'me',
-        busy: [],
-      });
-    await db.deleteFrom('broadcast_outbox').execute();
-    const deferred = Array.from({ length: 4 }, (_, n) =>
-      row({ status: 'deferred', destination_id: '*2:0', fanout: 'd1,d2', id: `deferred-${n}` }),
-    );
-    const fanOuts = Array.from({ length: 4 }, (_, n) =>
-      row({ status: 'fanout', destination_id: '*2:0', fanout: 'd1,d2', id: `fanout-${n}` }),
-    );
-    await db
-      .insertInto('broadcast_outbox')
-      .values([...deferred, ...fanOuts])
-      .execute();
-    try {
-      // Which rows, and whether either kind filled its share (the worker claims again at once).
-      const ids = async () => {
-        const claimed = await claim();
-        return [claimed.fanOuts.map((found) => found.id).sort(), claimed.moreFanOuts];
-      };
-      assert.deepEqual(await ids(), [
-        ['deferred-0', 'deferred-1', 'deferred-2', 'fanout-0', 'fanout-1'],
-        true,
-      ]);
-      assert.deepEqual(await ids(), [['deferred-3', 'fanout-2', 'fanout-3'], false]);
-      assert.deepEqual(await ids(), [[], false]);
-      const leased = await db
-        .selectFrom('broadcast_outbox')
-        .select(['leased_by', 'attempts', 'status'])
-        .execute();
-      assert.equal(leased.length, 8);
-      for (const found of leased) assert.deepEqual([found.leased_by, found.attempts], ['me', 1]);
-    } finally {
       await db.deleteFrom('broadcast_outbox').execute();
     }
   });
@@ -819,7 +597,7 @@ describe('outbox repository with a reader (the broadcast worker thread on SQLite
       owner: 'me',
       busy: [],
     });
-    assert.deepEqual(claimed, { fanOuts: [], rows: [], moreFanOuts: false });
+    assert.deepEqual(claimed, { fanOuts: [], rows: [] });
     assert.equal(busy.done(), false, 'the claim waited for the statement the SQLite thread was running');
     await busy.running;
 

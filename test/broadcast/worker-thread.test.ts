@@ -7,7 +7,7 @@ import { after, afterEach, before, describe, it } from 'node:test';
 import type { Worker } from 'node:worker_threads';
 import { idempotencyKeyOf } from '../../src/broadcast/idempotency-key.js';
 import { SCHED_IDLE, threadPolicy } from '../../src/platform/idle-scheduling.js';
-import type { BroadcastOutboxTable } from '../../src/storage/database-schema.js';
+import type { StoredOutboxRow } from '../../src/storage/sqlite-thread.js';
 import { createThreadedBroadcastWorker } from '../../src/workers/broadcast-worker-thread.js';
 import { isolatedDatabase, type TestApp } from '../helpers/test-app.js';
 import {
@@ -152,21 +152,26 @@ describe('the broadcast worker in its own thread', () => {
     else assert.ok(statements <= 15, `${statements} statements for five generations`);
   });
 
-  it('hands the worker thread one deferred row per generation, which it builds: no event is built where the commit runs', async () => {
+  it('on SQLite builds the events in the commit thread and hands the worker thread their ids, not their text', async () => {
     const hook = await receiver();
     await createWebhook(gateway, hook);
-    const handed: BroadcastOutboxTable[] = [];
+    const handed = { built: 0, stored: 0 };
     const { outboxWritten } = gateway.services;
-    const { listener } = outboxWritten;
+    const { listener, stored } = outboxWritten;
     outboxWritten.listener = (rows) => {
-      handed.push(...rows);
+      handed.built += rows.length;
       listener?.(rows);
+    };
+    outboxWritten.stored = (rows) => {
+      handed.stored += rows.length;
+      stored?.(rows);
     };
     try {
       await chat(gateway, app.key, { messages: [{ role: 'user', content: 'built elsewhere' }] });
       await waitUntil('the delivery', () => hook.deliveries().length === 1);
     } finally {
       outboxWritten.listener = listener;
+      outboxWritten.stored = stored;
     }
     const [delivery] = hook.deliveries();
     assert.ok(delivery && String(spanAttributes(delivery)['gen_ai.prompt']).includes('built elsewhere'));
@@ -176,12 +181,11 @@ describe('the broadcast worker in its own thread', () => {
         storage.sqliteThread !== null || storage.commitThread?.started(),
         'a SQLite thread committed',
       );
-    // On either backend: the sources, serialized, not an event's JSON.
+    // PostgreSQL commits on this thread's pool: the rows are built here and handed over whole.
     assert.deepEqual(
-      handed.map((row) => [row.status, row.destination_id, row.payload.slice(0, 3)]),
-      [['deferred', '*1:0', 'v8:']],
+      handed,
+      gateway.services.storage.kind === 'sqlite' ? { built: 0, stored: 1 } : { built: 1, stored: 0 },
     );
-    assert.doesNotMatch(handed[0]?.payload ?? '', /built elsewhere/);
   });
 
   it('retries an event the receiver failed with a 500, and counts the retry', async () => {
@@ -301,25 +305,18 @@ describe('the broadcast worker thread hands events on', () => {
   });
 
   /** One stored event, leased to OWNER for a minute as a group commit hands it over. */
-  /**
-   * A generation's events as a group commit hands them to this instance's worker: stored (deferred:
-   * this gateway runs no worker of its own, so no worker on its thread) and leased to OWNER.
-   */
-  async function handedEvent(
-    hook: Awaited<ReturnType<typeof startHookReceiver>>,
-  ): Promise<BroadcastOutboxTable> {
+  async function handedEvent(hook: Awaited<ReturnType<typeof startHookReceiver>>): Promise<StoredOutboxRow> {
     await createWebhook(gateway, hook);
     const app = await inferenceKey(gateway);
     await chat(gateway, app.key);
     await waitUntil('the event stored', async () => (await outboxRows(gateway)).length === 1);
+    const [row] = await outboxRows(gateway);
     const lease = new Date(Date.now() + 60_000).toISOString();
     await gateway.services.storage.db
       .updateTable('broadcast_outbox')
       .set({ leased_by: OWNER, lease_until: lease, attempts: 1 })
       .execute();
-    const [row] = await outboxRows(gateway);
-    assert.equal(row?.status, 'deferred');
-    return row as BroadcastOutboxTable;
+    return { id: String(row?.id), leased_by: OWNER, lease_until: lease };
   }
 
   function threadedWorker(
@@ -369,7 +366,7 @@ describe('the broadcast worker thread hands events on', () => {
     const threads: Worker[] = [];
     const worker = threadedWorker(threads);
     worker.start();
-    worker.accept([handed]);
+    worker.acceptStored([handed]);
     await waitUntil('the first send under way', () => hook.deliveries().length === 1);
     hang = false;
     // The thread dies mid-send, its event still leased to this worker for a minute.
@@ -411,7 +408,7 @@ describe('the broadcast worker thread hands events on', () => {
       },
     });
     worker.start();
-    worker.accept([handed]);
+    worker.acceptStored([handed]);
     await waitUntil('the first send under way', () => hook.deliveries().length === 1);
     hang = false;
     // The thread's JavaScript runs a loop that never ends (through the inspector, as a bug would).
@@ -445,7 +442,7 @@ describe('the broadcast worker thread hands events on', () => {
     const before = inspector.titles();
     const worker = threadedWorker(threads);
     worker.start();
-    worker.accept([handed]);
+    worker.acceptStored([handed]);
     await waitUntil('the first send under way', () => hook.deliveries().length === 1);
     hang = false;
     const first = threads[0] as Worker;
@@ -480,12 +477,29 @@ describe('the broadcast worker thread hands events on', () => {
     closers.push(() => hook.close());
     const handed = await handedEvent(hook);
     const worker = threadedWorker([]);
-    worker.accept([handed]);
+    worker.acceptStored([handed]);
     worker.start();
     await waitUntil('the event delivered', () => hook.deliveries().length === 1);
     await waitUntil('an empty outbox', async () => (await outboxRows(gateway)).length === 0);
     await new Promise((resolve) => setTimeout(resolve, 300));
     assert.equal(hook.deliveries().length, 1);
+  });
+
+  it('only while it holds the lease it was handed with: an event claimed again since is left to that claim', async () => {
+    const hook = await startHookReceiver();
+    closers.push(() => hook.close());
+    const handed = await handedEvent(hook);
+    // Claimed again meanwhile (its lease ran out and a claim renewed it): not this hand-over's.
+    await gateway.services.storage.db
+      .updateTable('broadcast_outbox')
+      .set({ lease_until: new Date(Date.now() + 120_000).toISOString() })
+      .execute();
+    const worker = threadedWorker([]);
+    worker.start();
+    worker.acceptStored([handed]);
+    await new Promise((resolve) => setTimeout(resolve, 1_500));
+    assert.equal(hook.deliveries().length, 0);
+    assert.equal((await outboxRows(gateway)).length, 1);
   });
 });
 

@@ -39,19 +39,15 @@ async function countOfType(executor: Kysely<Database>, workspaceId: string, type
 
 /**
  * A destination's outbox rows of one status: its own, and — pending — the fan-out rows it is one of
- * while their deliveries are in flight (src/broadcast/outbox-fanout.ts), and the deferred rows of
- * its workspace's generations not built yet (src/broadcast/outbox-deferred.ts; once built, those its
- * rules leave out are gone). Destination ids are UUIDs: no LIKE wildcard in them.
+ * while their deliveries are in flight (src/broadcast/outbox-fanout.ts). Destination ids are UUIDs:
+ * no LIKE wildcard in them.
  */
 const forDestination =
   (destinationId: string, status: DeliveryStatus) =>
   (eb: ExpressionBuilder<Database, 'broadcast_outbox'>) => {
     const own = eb.and([eb('destination_id', '=', destinationId), eb('status', '=', status)]);
     if (status !== 'pending') return own;
-    return eb.or([
-      own,
-      eb.and([eb('status', 'in', ['fanout', 'deferred']), eb('fanout', 'like', `%${destinationId}%`)]),
-    ]);
+    return eb.or([own, eb.and([eb('status', '=', 'fanout'), eb('fanout', 'like', `%${destinationId}%`)])]);
   };
 
 /** A row whose config columns are still the ones read (a change computed from them is not stale). */

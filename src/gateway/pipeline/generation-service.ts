@@ -442,11 +442,8 @@ export function createGenerationService(options: {
   onPolicyError?: (error: unknown) => void;
   /** Sees each content-filter stage that changed or flagged a request (logs and metrics). */
   onContentFilter?: (stage: ContentFilterStage, generationId: string) => void;
-  /**
-   * This instance's broadcast delivery worker: its owner id, and whether it runs on this thread
-   * (then it sends the events built here; one in its own thread builds them itself). Null: none.
-   */
-  broadcastWorker?: { owner: string; onThisThread: boolean } | null;
+  /** The owner id of this instance's broadcast delivery worker; null when it runs none. */
+  broadcastWorker?: string | null;
   /** Where large prompts and NLP filters are scanned; null scans every prompt on this thread. */
   contentFilterThreads?: ContentFilterThreads | null;
   /** Reports a content-filter thread that failed (the request is refused with a 503). */
@@ -829,11 +826,9 @@ export function createGenerationService(options: {
   }
 
   /**
-   * The generation's broadcast events, from what is gathered here: built by the log's writer at the
-   * group commit when this thread's worker sends them (or a destination is not plain data), else
-   * stored as one deferred row that the worker building them in its thread takes (or any worker
-   * claims, when this instance runs none: src/broadcast/outbox-deferred.ts); undefined when the
-   * workspace has no destination (the common case costs one length check).
+   * The generation's broadcast events, built at the group commit (in the SQLite thread that runs it
+   * when there is one, else by the log's writer on this thread) from what is gathered here; undefined
+   * when the workspace has no destination (the common case costs one length check).
    */
   function broadcastRows(
     context: GenerationContext,
@@ -844,7 +839,6 @@ export function createGenerationService(options: {
     const targets = prepared.policy?.broadcast;
     if (!targets || targets.length === 0) return undefined;
     const atMs = clock.now().getTime();
-    const worker = options.broadcastWorker ?? null;
     const sources: OutboxSources = {
       targets: [],
       event: {
@@ -857,8 +851,10 @@ export function createGenerationService(options: {
         startedAtMs: atMs - record.latency_ms,
         endedAtMs: atMs,
       },
-      lease: worker ? { owner: worker.owner, ms: config.broadcast.lease_ms } : null,
-      keepEvent: (worker?.onThisThread ?? false) && !config.broadcast.delivery_thread,
+      lease: options.broadcastWorker
+        ? { owner: options.broadcastWorker, ms: config.broadcast.lease_ms }
+        : null,
+      keepEvent: Boolean(options.broadcastWorker) && !config.broadcast.delivery_thread,
     };
     // Built elsewhere only when every target can be made again from plain data (stored destinations).
     let plain = true;
@@ -870,7 +866,7 @@ export function createGenerationService(options: {
       weight: prepared.prompt.bytes + (output?.text.length ?? 0),
       rows: targets.length,
       build: () => buildOutboxRows(sources, clock.now().getTime(), targets),
-      sources: plain && !worker?.onThisThread ? sources : undefined,
+      sources: plain && !sources.keepEvent ? sources : undefined,
     };
   }
 
