@@ -1,5 +1,6 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { once } from 'node:events';
+import { readFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { fileURLToPath } from 'node:url';
 
@@ -62,16 +63,54 @@ export function startServe(env: NodeJS.ProcessEnv, children?: Set<ChildProcess>)
   return { child, output, exited };
 }
 
-/** A port nothing listens on right now. */
+/**
+ * A port nothing listens on right now, for a child process to bind. Drawn below the kernel's
+ * ephemeral range (/proc/sys/net/ipv4/ip_local_port_range, 32768–60999 by default) where there is
+ * room: a port the kernel hands out for `listen(0)` could be taken by another test's server (run
+ * in parallel) between this probe and the child's bind, and that server would then answer the
+ * child's requests. Falls back to an ephemeral port where the range leaves no room below it.
+ */
 export async function freePort(): Promise<number> {
+  const lowest = ephemeralRangeStart();
+  if (lowest > EPHEMERAL_FLOOR + 1_000) {
+    for (let attempt = 0; attempt < 100; attempt += 1) {
+      const port = EPHEMERAL_FLOOR + Math.floor(Math.random() * (lowest - EPHEMERAL_FLOOR));
+      if ((await probe(port)) !== null) return port;
+    }
+  }
+  const port = await probe(0);
+  if (port === null) throw new Error('no free port');
+  return port;
+}
+
+/** Where `freePort` draws from when it can: above the well-known and registered low ports. */
+const EPHEMERAL_FLOOR = 20_000;
+
+function ephemeralRangeStart(): number {
+  try {
+    const lowest = Number(
+      readFileSync('/proc/sys/net/ipv4/ip_local_port_range', 'utf8').trim().split(/\s+/)[0],
+    );
+    return Number.isSafeInteger(lowest) ? lowest : 0;
+  } catch {
+    return 0;
+  }
+}
+
+/** Listens on `port` (0: any) on 127.0.0.1 and closes again; the port, or null when it is taken. */
+async function probe(port: number): Promise<number | null> {
   const server = createServer();
-  server.listen(0, '127.0.0.1');
-  await once(server, 'listening');
+  server.listen(port, '127.0.0.1');
+  try {
+    // `once` rejects when the server emits 'error' instead (EADDRINUSE).
+    await once(server, 'listening');
+  } catch {
+    return null;
+  }
   const address = server.address();
-  if (!address || typeof address === 'string') throw new Error('no address');
   server.close();
   await once(server, 'close');
-  return address.port;
+  return address && typeof address !== 'string' ? address.port : null;
 }
 
 /**
