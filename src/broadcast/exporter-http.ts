@@ -214,16 +214,19 @@ class ExchangeHandler implements Dispatcher.DispatchHandler {
   }
 
   fail(error: unknown): void {
-    if (this.settled) return;
+    if (this.settle()) this.reject(error);
+  }
+
+  /** Marks the exchange settled (false when it already was) and stops listening to the signal. */
+  private settle(): boolean {
+    if (this.settled) return false;
     this.settled = true;
     this.signal?.removeEventListener('abort', this.onAbort);
-    this.reject(error);
+    return true;
   }
 
   private succeed(): void {
-    if (this.settled) return;
-    this.settled = true;
-    this.signal?.removeEventListener('abort', this.onAbort);
+    if (!this.settle()) return;
     const { chunks } = this;
     this.resolve({
       status: this.status,

@@ -72,9 +72,9 @@ export function startServe(env: NodeJS.ProcessEnv, children?: Set<ChildProcess>)
  */
 export async function freePort(): Promise<number> {
   const lowest = ephemeralRangeStart();
-  if (lowest > EPHEMERAL_FLOOR + 1_000) {
+  if (lowest > LOWEST_DRAWN_PORT + 1_000) {
     for (let attempt = 0; attempt < 100; attempt += 1) {
-      const port = EPHEMERAL_FLOOR + Math.floor(Math.random() * (lowest - EPHEMERAL_FLOOR));
+      const port = LOWEST_DRAWN_PORT + Math.floor(Math.random() * (lowest - LOWEST_DRAWN_PORT));
       if ((await probe(port)) !== null) return port;
     }
   }
@@ -84,7 +84,7 @@ export async function freePort(): Promise<number> {
 }
 
 /** Where `freePort` draws from when it can: above the well-known and registered low ports. */
-const EPHEMERAL_FLOOR = 20_000;
+const LOWEST_DRAWN_PORT = 20_000;
 
 function ephemeralRangeStart(): number {
   try {
