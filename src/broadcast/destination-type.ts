@@ -40,13 +40,37 @@ export interface ExportContext<C> {
  * as delivered.
  */
 export interface SendOutcome {
-  rejected?: Array<{ index: number; retryable: boolean; message: string }>;
+  rejected?: Rejection[];
   /**
    * A batch sent as several requests that stopped at a failed one: that request's failure (status
    * and `Retry-After` included), the items it carried, and the items after it, never sent. Items in
    * neither list (nor `rejected`) were delivered.
    */
   stopped?: { error: DeliveryError; failed: number[]; unsent: number[] };
+}
+
+/**
+ * An item the receiver refused, or whose own request failed: the failure as the worker applies it to
+ * that item alone (a status and `Retry-After` it carried are kept, so its backoff and its record in
+ * the deliveries listing are what the receiver said).
+ */
+export interface Rejection {
+  index: number;
+  retryable: boolean;
+  message: string;
+  status?: number | null;
+  retryAfterMs?: number | null;
+}
+
+/** The rejection of item `index` by a failure that concerned it (see Rejection). */
+export function rejectionOf(index: number, error: DeliveryError): Rejection {
+  return {
+    index,
+    retryable: error.retryable,
+    message: error.message,
+    status: error.status,
+    retryAfterMs: error.retryAfterMs,
+  };
 }
 
 /**

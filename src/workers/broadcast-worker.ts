@@ -8,6 +8,7 @@ import {
   asDeliveryError,
   DeliveryError,
   type DestinationType,
+  type Rejection,
   type SendOutcome,
 } from '../broadcast/destination-type.js';
 import { destinationType } from '../broadcast/destination-types.js';
@@ -635,7 +636,7 @@ export function createBroadcastWorker(options: {
     abort.signal.addEventListener('abort', onStop, { once: true });
     const timeout = setTimeout(() => controller.abort(), sendTimeoutMs);
     const started = performance.now();
-    let rejected: Map<number, { retryable: boolean; message: string }>;
+    let rejected: Map<number, Rejection>;
     let stoppedAt: SendOutcome['stopped'];
     try {
       const outcome = await deliverer.deliver({
@@ -715,7 +716,16 @@ export function createBroadcastWorker(options: {
         await outbox.release([row.id], owner);
         settled([row]);
       } else {
-        await fail(destination, row, new DeliveryError(entry.message, { retryable: entry.retryable }));
+        const failure = new DeliveryError(entry.message, {
+          retryable: entry.retryable,
+          status: entry.status ?? null,
+          retryAfterMs: entry.retryAfterMs ?? null,
+        });
+        const next = await fail(destination, row, failure);
+        // A refusal that says how the receiver answered (an item's own request: S3's uploads, one
+        // per event; a 429 in Langfuse's answer) pauses the destination as a batch's failure would.
+        if (pause === null && entry.status !== undefined && !controller.signal.aborted)
+          pause = pauseFor(failure, next);
       }
     }
     return { pause, unsent };

@@ -326,16 +326,22 @@ test('datadog: spans older than 24 hours are refused without being sent', async 
       [{ index: 0, retryable: false }],
     );
     assert.equal(attributesOf(receiver.requests[0]).spans.length, 1);
-    // The rest failing does not send the stale item round again.
-    receiver.reply = () => ({ status: 503, body: { errors: ['Service Unavailable'] } });
+    // The rest failing does not send the stale item round again: the failure (its status and
+    // Retry-After kept) is the batch's stop, for the fresh items alone.
+    receiver.reply = () => ({
+      status: 503,
+      headers: { 'retry-after': '9' },
+      body: { errors: ['Service Unavailable'] },
+    });
     const failed = await datadogDestination.send([outboxItem(old), outboxItem()], context);
     assert.deepEqual(
       failed?.rejected?.map(({ index, retryable }) => ({ index, retryable })),
-      [
-        { index: 0, retryable: false },
-        { index: 1, retryable: true },
-      ],
+      [{ index: 0, retryable: false }],
     );
+    assert.deepEqual(failed?.stopped?.failed, [1]);
+    assert.deepEqual(failed?.stopped?.unsent, []);
+    assert.equal(failed?.stopped?.error.status, 503);
+    assert.equal(failed?.stopped?.error.retryAfterMs, 9000);
     receiver.requests.length = 0;
     assert.deepEqual((await datadogDestination.send([outboxItem(old)], context))?.rejected?.length, 1);
     assert.equal(receiver.requests.length, 0);

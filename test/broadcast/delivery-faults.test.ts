@@ -500,6 +500,111 @@ for (const deliveryThread of [true, false]) {
       }
     });
 
+    it('a Langfuse batch sent as several requests stops at a 429: its events keep the status and Retry-After, the rest wait unattempted', async () => {
+      let ingestions = 0;
+      const langfuse = await startHookReceiver((request) => {
+        if (!request.url.startsWith('/api/public/ingestion')) return { status: 200, body: { data: [] } };
+        ingestions += 1;
+        return ingestions === 2
+          ? { status: 429, headers: { 'retry-after': '600' }, body: { message: 'rate limited' } }
+          : { status: 207, body: { successes: [], errors: [] } };
+      });
+      receivers.push(langfuse);
+      const database = isolatedDatabase();
+      let producer: TestApp | undefined;
+      let consumer: TestApp | undefined;
+      try {
+        // Stored by a gateway that sends nothing, then taken by one that does: one batch of 15.
+        producer = await startBroadcastGateway({ database, broadcast: { worker_enabled: false } });
+        await setBroadcast(producer, true);
+        const key = await inferenceKey(producer);
+        const created = await producer.request('POST', '/api/v1/observability/destinations', {
+          body: {
+            type: 'langfuse',
+            name: 'langfuse',
+            config: { publicKey: 'pk-lf-0123456789', secretKey: 'sk-lf-0123456789', baseUrl: langfuse.url },
+          },
+        });
+        assert.equal(created.status, 200, created.text);
+        // ~500 kB of text per event in Langfuse's body (the input twice, the echoed output): several
+        // events per 3.4 MB request, three requests for the batch.
+        const messages = Array.from({ length: 8 }, (_, n) => ({
+          role: 'user',
+          content: `${n}`.repeat(30_000),
+        }));
+        for (let n = 0; n < 15; n += 1) await chat(producer, key.key, { messages });
+        const stored = producer;
+        await waitUntil('the stored events', async () => (await outboxRows(stored)).length === 15);
+        await producer.close();
+        producer = undefined;
+        consumer = await startBroadcastGateway({ database, broadcast: {} });
+        const gateway = consumer;
+        await waitUntil('the refused request', () => ingestions === 2, 8000);
+        await waitUntil('the batch settled', async () =>
+          (await outboxRows(gateway)).every((row) => row.leased_by === null),
+        );
+        await new Promise((resolve) => setTimeout(resolve, 200));
+        assert.equal(ingestions, 2, 'nothing more is sent while the receiver asks to wait');
+        const [first, second] = langfuse
+          .deliveries()
+          .filter((request) => request.url.startsWith('/api/public/ingestion'));
+        // Langfuse's batch holds two events per generation (trace and generation).
+        const eventsIn = (request: ReceivedRequest | undefined) => {
+          assert.ok(request, 'two ingestion requests');
+          return (request.json as { batch: unknown[] }).batch.length / 2;
+        };
+        const delivered = eventsIn(first);
+        const refusedCount = eventsIn(second);
+        const rows = await outboxRows(gateway);
+        assert.equal(rows.length, 15 - delivered);
+        const refused = rows.filter((row) => row.attempts === 1);
+        assert.equal(refused.length, refusedCount);
+        for (const row of refused) {
+          assert.equal(row.last_status, 429);
+          assert.match(row.last_error ?? '', /429/);
+        }
+        const unsent = rows.filter((row) => row.attempts === 0);
+        assert.ok(unsent.length > 0, 'a third request was left unsent');
+        for (const row of unsent) assert.equal(row.last_status, null);
+        // Every event left waits out the receiver's ten minutes.
+        for (const row of rows)
+          assert.ok(Date.parse(row.next_attempt_at) - Date.now() > 590_000, row.next_attempt_at);
+      } finally {
+        await producer?.close();
+        await consumer?.close();
+        await database.drop();
+      }
+    });
+
+    it('an event Langfuse refuses in its 207 answer keeps the status it was given, through its retries', async () => {
+      let ingestions = 0;
+      const langfuse = await startHookReceiver((request) => {
+        if (!request.url.startsWith('/api/public/ingestion')) return { status: 200, body: { data: [] } };
+        ingestions += 1;
+        const batch = (request.json as { batch: Array<{ id: string }> }).batch;
+        const errors = batch.map(({ id }) => ({ id, status: 429, message: 'rate limit exceeded' }));
+        return { status: 207, body: { successes: [], errors } };
+      });
+      receivers.push(langfuse);
+      const created = await gateway.request('POST', '/api/v1/observability/destinations', {
+        body: {
+          type: 'langfuse',
+          name: 'langfuse',
+          config: { publicKey: 'pk-lf-0123456789', secretKey: 'sk-lf-0123456789', baseUrl: langfuse.url },
+        },
+      });
+      assert.equal(created.status, 200, created.text);
+      await chat(gateway, app.key);
+      await waitUntil('a dead letter', async () =>
+        (await outboxRows(gateway)).some((row) => row.status === 'dead'),
+      );
+      const [row] = await outboxRows(gateway);
+      assert.equal(row?.attempts, FAST_BROADCAST.max_attempts);
+      assert.equal(row?.last_status, 429);
+      assert.match(row?.last_error ?? '', /Langfuse refused the event \(429\)/);
+      assert.equal(ingestions, FAST_BROADCAST.max_attempts);
+    });
+
     it('a webhook batch cut by its time limit sends the rest in the next batch, losing nothing', async () => {
       // lease_ms 2000 gives each batch one second; four events at 400 ms each do not fit in one.
       const hook = await startHookReceiver(async () => {

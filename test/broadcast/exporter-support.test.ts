@@ -122,7 +122,7 @@ describe('batching', () => {
     ]);
   });
 
-  it('sendInGroups: one group fails as the batch; of several, the failed one becomes rejections', async () => {
+  it('sendInGroups: one group fails as the batch; of several, it stops at the first failed group', async () => {
     const refused = new DeliveryError('bad request', { retryable: false, status: 400 });
     await assert.rejects(
       sendInGroups([{ start: 0, end: 2 }], async () => {
@@ -131,43 +131,61 @@ describe('batching', () => {
       refused,
     );
     const sent: number[] = [];
+    const limited = new DeliveryError('rate limited', {
+      retryable: true,
+      status: 429,
+      retryAfterMs: 600_000,
+    });
     const outcome = await sendInGroups(
       [
-        { start: 0, end: 2 },
-        { start: 2, end: 3 },
-        { start: 3, end: 4 },
+        { start: 0, end: 1 },
+        { start: 1, end: 3 },
+        { start: 3, end: 5 },
+        { start: 5, end: 6 },
       ],
       async (group) => {
         sent.push(group.start);
-        if (group.start === 0) throw new DeliveryError('overloaded', { retryable: true, status: 503 });
-        if (group.start === 3) return { rejected: [{ index: 3, retryable: false, message: 'item refused' }] };
+        if (group.start === 0) return { rejected: [{ index: 0, retryable: false, message: 'item refused' }] };
+        if (group.start === 3) throw limited;
         return undefined;
       },
     );
-    assert.deepEqual(sent, [0, 2, 3]);
+    // The group after the failed one is not sent: a rate-limited receiver is not sent the rest at once.
+    assert.deepEqual(sent, [0, 1, 3]);
     assert.deepEqual(outcome, {
-      rejected: [
-        { index: 0, retryable: true, message: 'overloaded' },
-        { index: 1, retryable: true, message: 'overloaded' },
-        { index: 3, retryable: false, message: 'item refused' },
-      ],
+      rejected: [{ index: 0, retryable: false, message: 'item refused' }],
+      stopped: { error: limited, failed: [3, 4], unsent: [5] },
     });
   });
 
-  it('sendInGroups throws when every group failed, and never swallows a programming error', async () => {
-    const first = new DeliveryError('first', { retryable: true });
-    await assert.rejects(
-      sendInGroups(
+  it('sendInGroups: a failed first group stops the batch too; a group that stopped part-way stops it', async () => {
+    const down = new DeliveryError('unreachable', { retryable: true });
+    assert.deepEqual(
+      await sendInGroups(
         [
           { start: 0, end: 1 },
           { start: 1, end: 2 },
         ],
-        async (group) => {
-          throw group.start === 0 ? first : new DeliveryError('second', { retryable: false });
+        async () => {
+          throw down;
         },
       ),
-      first,
+      { rejected: [], stopped: { error: down, failed: [0], unsent: [1] } },
     );
+    const busy = new DeliveryError('busy', { retryable: true, status: 503 });
+    assert.deepEqual(
+      await sendInGroups(
+        [
+          { start: 0, end: 3 },
+          { start: 3, end: 4 },
+        ],
+        async () => ({ stopped: { error: busy, failed: [1], unsent: [2] } }),
+      ),
+      { rejected: [], stopped: { error: busy, failed: [1], unsent: [2, 3] } },
+    );
+  });
+
+  it('sendInGroups never swallows a programming error', async () => {
     await assert.rejects(
       sendInGroups(
         [

@@ -239,11 +239,11 @@ test('langfuse: 207 errors become rejections of the items they belong to', async
     );
     const outcome = await langfuseDestination.send(items, context);
     assert.deepEqual(
-      outcome?.rejected?.map(({ index, retryable }) => ({ index, retryable })),
+      outcome?.rejected?.map(({ index, retryable, status }) => ({ index, retryable, status })),
       [
-        { index: 1, retryable: false },
-        { index: 2, retryable: true },
-        { index: 3, retryable: true },
+        { index: 1, retryable: false, status: 400 },
+        { index: 2, retryable: true, status: 500 },
+        { index: 3, retryable: true, status: 429 },
       ],
     );
     assert.match(
@@ -325,11 +325,13 @@ test('langfuse: the same batch sent twice carries the same event and observation
   }
 });
 
-test('langfuse: a batch over the 3.5 MB limit is split, and a failed part rejects only its items', async () => {
+test('langfuse: a batch over the 3.5 MB limit is split, and stops at a failed part, which alone it fails', async () => {
   let calls = 0;
   const { receiver, context } = await withLangfuse((request) => {
     calls += 1;
-    return calls === 2 ? { status: 503, body: { message: 'unavailable' } } : langfuse(request);
+    return calls === 2
+      ? { status: 429, headers: { 'retry-after': '600' }, body: { message: 'rate limited' } }
+      : langfuse(request);
   });
   try {
     const big = 'x'.repeat(30_000);
@@ -340,18 +342,20 @@ test('langfuse: a batch over the 3.5 MB limit is split, and a failed part reject
           input: Array.from({ length: 26 }, () => ({ role: 'user' as const, content: big })),
         }),
       );
-    // Each item carries its 780 kB input twice (trace and generation): two fit in one request.
-    const outcome = await langfuseDestination.send([heavy(0), heavy(1), heavy(2), heavy(3)], context);
+    // Each item carries its 780 kB input twice (trace and generation): two fit in one request, so
+    // five make three requests; the third is not sent after the second's 429.
+    const outcome = await langfuseDestination.send(
+      [heavy(0), heavy(1), heavy(2), heavy(3), heavy(4)],
+      context,
+    );
     assert.equal(receiver.requests.length, 2);
     for (const request of receiver.requests) assert.ok(request.raw.length < 3_500_000);
     assert.equal(batchOf(receiver.requests[0]).length, 4);
-    assert.deepEqual(
-      outcome?.rejected?.map(({ index, retryable }) => ({ index, retryable })),
-      [
-        { index: 2, retryable: true },
-        { index: 3, retryable: true },
-      ],
-    );
+    assert.equal(outcome?.rejected?.length ?? 0, 0);
+    assert.deepEqual(outcome?.stopped?.failed, [2, 3]);
+    assert.deepEqual(outcome?.stopped?.unsent, [4]);
+    assert.equal(outcome?.stopped?.error.status, 429);
+    assert.equal(outcome?.stopped?.error.retryAfterMs, 600_000);
   } finally {
     await receiver.close();
   }

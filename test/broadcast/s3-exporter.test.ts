@@ -409,6 +409,8 @@ test('one PUT per event; a failed PUT is reported for its item only', async () =
   assert.equal(outcome?.rejected?.[0]?.index, 1);
   assert.equal(outcome?.rejected?.[0]?.retryable, true);
   assert.match(outcome?.rejected?.[0]?.message ?? '', /503/);
+  // The refusal keeps what the receiver said, for the item's backoff and its deliveries record.
+  assert.equal(outcome?.rejected?.[0]?.status, 503);
 });
 
 test('testConnection sends a signed HEAD of the bucket and stores nothing', async () => {

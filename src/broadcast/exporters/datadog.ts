@@ -109,18 +109,20 @@ async function sendBatch(
     context,
   );
   if (stale.length === 0) return sending;
-  // With stale items settled, a failure of the rest must not send them round again.
-  const outcome = await sending.catch((error: unknown) => {
+  // With stale items settled, a failure of the rest must not send them round again: it is returned
+  // as the batch's stop, in the batch's indexes.
+  const outcome = await sending.catch((error: unknown): SendOutcome => {
     if (!(error instanceof DeliveryError)) throw error;
-    return {
-      rejected: fresh.map((_, index) => ({ index, retryable: error.retryable, message: error.message })),
-    };
+    return { stopped: { error, failed: fresh.map((_, index) => index), unsent: [] } };
   });
-  const rejected = (outcome?.rejected ?? []).map((rejection) => ({
-    ...rejection,
-    index: fresh[rejection.index] as number,
-  }));
-  return { rejected: [...stale, ...rejected] };
+  const at = (index: number) => fresh[index] as number;
+  const rejected = [
+    ...stale,
+    ...(outcome?.rejected ?? []).map((entry) => ({ ...entry, index: at(entry.index) })),
+  ];
+  if (!outcome?.stopped) return { rejected };
+  const { error, failed, unsent } = outcome.stopped;
+  return { rejected, stopped: { error, failed: failed.map(at), unsent: unsent.map(at) } };
 }
 
 /** Spans the intake would refuse for age are settled here (not retryable) rather than sent. */

@@ -148,8 +148,12 @@ export function packBySize(fragments: readonly string[], limit: number): ItemRan
 }
 
 /**
- * Sends each group in turn. One group: its error is the batch's error. Several: a failed group's
- * items become rejections (the others were delivered), unless every group failed.
+ * Sends each group in turn and stops at the first that fails, as `sendChunks` does for OTLP: a
+ * receiver that refused one request (over load, rate-limited) is not sent the rest of the batch
+ * at once. One group: its failure is the batch's (thrown). Several: the failure is returned as
+ * `stopped` — the failed group's items, and the later groups' as unsent — so the worker applies it
+ * (status, `Retry-After`, the destination's pause) to the failed items alone and sends the unsent
+ * ones next without counting an attempt; items earlier groups' answers refused stay `rejected`.
  */
 export async function sendInGroups(
   groups: readonly ItemRange[],
@@ -157,32 +161,23 @@ export async function sendInGroups(
 ): Promise<SendOutcome | undefined> {
   if (groups.length === 1) return sendGroup(groups[0] as ItemRange);
   const rejected: NonNullable<SendOutcome['rejected']> = [];
-  const failures: DeliveryError[] = [];
-  for (const group of groups) {
+  const indexes = ({ start, end }: ItemRange) => Array.from({ length: end - start }, (_, at) => start + at);
+  const after = (position: number) => groups.slice(position + 1).flatMap(indexes);
+  for (const [position, group] of groups.entries()) {
+    let outcome: SendOutcome | undefined;
     try {
-      const outcome = await sendGroup(group);
-      rejected.push(...(outcome?.rejected ?? []));
-      // A group that stopped part-way: what it did not deliver is rejected, never taken as sent.
-      if (outcome?.stopped) {
-        const { error, failed, unsent } = outcome.stopped;
-        for (const index of failed)
-          rejected.push({ index, retryable: error.retryable, message: error.message });
-        for (const index of unsent)
-          rejected.push({
-            index,
-            retryable: true,
-            message: 'not sent: an earlier request of the batch failed',
-          });
-      }
+      outcome = await sendGroup(group);
     } catch (error) {
       if (!(error instanceof DeliveryError)) throw error;
-      failures.push(error);
-      for (let index = group.start; index < group.end; index += 1) {
-        rejected.push({ index, retryable: error.retryable, message: error.message });
-      }
+      return { rejected, stopped: { error, failed: indexes(group), unsent: after(position) } };
+    }
+    rejected.push(...(outcome?.rejected ?? []));
+    // A group that stopped part-way: the batch stops there too.
+    if (outcome?.stopped) {
+      const { error, failed, unsent } = outcome.stopped;
+      return { rejected, stopped: { error, failed, unsent: [...unsent, ...after(position)] } };
     }
   }
-  if (failures.length === groups.length && failures[0]) throw failures[0];
   return rejected.length > 0 ? { rejected } : undefined;
 }
 

@@ -220,9 +220,11 @@ function rejectionsFromMultiStatus(
     const item = items[index] as OutboxItem;
     const errors = [traceEventId(item), generationEventId(item)].flatMap((id) => byEventId.get(id) ?? []);
     if (errors.length === 0) continue;
+    const retryable = errors.find((error) => error.status >= 500 || error.status === 429);
     rejected.push({
       index,
-      retryable: errors.some((error) => error.status >= 500 || error.status === 429),
+      retryable: retryable !== undefined,
+      status: (retryable ?? errors[0])?.status ?? null,
       message: errors
         .map((error) => `Langfuse refused the event (${error.status}): ${describe(error.message)}`)
         .join('; '),

@@ -6,6 +6,7 @@ import {
   type DestinationType,
   type ExportContext,
   type OutboxItem,
+  rejectionOf,
   type SendOutcome,
 } from '../destination-type.js';
 import { traceDocument } from '../trace-document.js';
@@ -237,13 +238,7 @@ async function send(items: readonly OutboxItem[], context: ExportContext<S3Confi
   const errors = [...failures.values()];
   if (failures.size === items.length)
     throw errors.find((error) => error.retryable) ?? (errors[0] as DeliveryError);
-  return {
-    rejected: [...failures].map(([index, error]) => ({
-      index,
-      retryable: error.retryable,
-      message: error.message,
-    })),
-  };
+  return { rejected: [...failures].map(([index, error]) => rejectionOf(index, error)) };
 }
 
 function asDeliveryError(error: unknown): DeliveryError {
