@@ -126,6 +126,12 @@ export interface DestinationType<C extends object = Record<string, unknown>> {
    */
   secretFields: readonly string[];
   /**
+   * The secrets in the forms the exporter sends them, where those are not the fields themselves
+   * (a Basic pair with a fixed user, a key cut out of a DSN, an auth header it composes): taken out
+   * of receivers' answers like the fields are, as given and base64-encoded.
+   */
+  sentSecrets?(config: C): string[];
+  /**
    * Other config fields the exporter sends as HTTP header values (a workspace or user name): checked
    * at save to hold only what a header can, as secret fields are; one that cannot would fail every
    * delivery.

@@ -94,6 +94,41 @@ describe('observability destination secrets and config strings', () => {
     }
   });
 
+  it("takes out the secrets a type sends in a form of its own: Weave's Basic pair, Sentry's DSN key", async () => {
+    const echo = await startReceiver((request) => ({
+      status: 401,
+      body: { error: `bad credentials ${request.headers.authorization} ${request.headers['x-sentry-auth']}` },
+    }));
+    const apiKey = 'wandb-secret-key-0123456789abcdef';
+    const sentryKey = 'a1b2c3d4e5f60718293a4b5c6d7e8f90';
+    try {
+      for (const { type, config, leaked } of [
+        {
+          type: 'weave',
+          config: { apiKey, entity: 'team', project: 'proj', baseUrl: echo.url },
+          leaked: [apiKey, Buffer.from(`api:${apiKey}`).toString('base64')],
+        },
+        {
+          type: 'sentry',
+          config: {
+            dsn: `https://${sentryKey}@o1.ingest.sentry.io/42`,
+            otlpEndpoint: `${echo.url}/v1/traces`,
+          },
+          leaked: [sentryKey],
+        },
+      ]) {
+        const created = await createDestination(gateway, { type, name: `echoed ${type}`, config });
+        const tested = await gateway.request('POST', `${DESTINATIONS}/${created.id}/test`);
+        assert.equal(tested.status, 200, tested.text);
+        assert.equal(tested.body.data.ok, false, tested.text);
+        for (const secret of leaked) assert.ok(!tested.text.includes(secret), `${type}: ${tested.text}`);
+        assert.match(tested.body.data.error, /\[secret\]/);
+      }
+    } finally {
+      await echo.close();
+    }
+  });
+
   it('masks the credentials a webhook or collector URL carries, and keeps them when sent back', async () => {
     const token = 'SUPERSECRETTOKEN123456';
     // The save's connection test passes; the later one is refused, echoing the address it was sent to.

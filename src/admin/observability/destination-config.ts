@@ -517,7 +517,8 @@ export function sameConfig(left: DestinationConfig, right: DestinationConfig): b
 
 /**
  * A receiver's answer as shown to the client, with the destination's secrets taken out (as given
- * and base64-encoded, alone and as `a:b` pairs as Basic auth sends them): a receiver that echoes
+ * and base64-encoded, alone and as `a:b` pairs as Basic auth sends them, and in the forms the type
+ * says it sends them: `sentSecrets`): a receiver that echoes
  * request headers in its error body must not turn the connection test into a way to read them.
  */
 export function scrubSecrets(message: string, type: AnyDestinationType, config: DestinationConfig): string {
@@ -530,6 +531,13 @@ export function scrubSecrets(message: string, type: AnyDestinationType, config: 
     for (const value of Object.values(config.headers))
       if (typeof value === 'string' && value.length >= 4) secrets.push(value);
   }
+  let sent: string[] = [];
+  try {
+    sent = type.sentSecrets?.(config as never) ?? [];
+  } catch {
+    // A config the type cannot read (a DSN it refuses) sends nothing composed from it.
+  }
+  for (const value of sent) if (value.length >= 4) secrets.push(value);
   for (const value of Object.values(config)) {
     if (typeof value !== 'string') continue;
     for (const credential of urlCredentials(value)?.values ?? [])

@@ -69,6 +69,8 @@ export interface OtlpDestinationSpec<C extends { headers?: Record<string, string
   url: (context: Pick<ExportContext<C>, 'config' | 'originOverride'>) => string;
   /** The auth headers (none for a plain collector, whose auth is in the custom headers). */
   headers?: (config: C) => Record<string, string>;
+  /** Secrets its headers carry in part (DestinationType.sentSecrets); their whole values are added. */
+  sentSecrets?: (config: C) => string[];
   /** Attributes and limits of the receiver. */
   delivery?: (config: C) => OtlpDeliveryOptions;
   /** Reference §3.3: only the generic collector is tested on save. */
@@ -89,6 +91,11 @@ export function otlpDestination<C extends { headers?: Record<string, string> }>(
     configSchema: spec.configSchema,
     defaults: spec.defaults,
     secretFields: spec.secretFields,
+    // What its auth headers carry (a composed value, a key cut out of a DSN) is scrubbed as sent.
+    sentSecrets: (config) => [
+      ...(spec.sentSecrets?.(config) ?? []),
+      ...Object.values(spec.headers?.(config) ?? {}),
+    ],
     ...(spec.headerFields ? { headerFields: spec.headerFields } : {}),
     validate: (config) => [...(spec.validate?.(config) ?? []), ...headerProblems(config.headers)],
     urls: (config) => [spec.url({ config })],

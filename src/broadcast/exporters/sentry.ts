@@ -36,6 +36,7 @@ export const sentryDestination = otlpDestination<SentryConfig>({
   ],
   url: ({ config }) => config.otlpEndpoint,
   headers: (config) => ({ 'x-sentry-auth': `sentry sentry_key=${sentryPublicKey(config.dsn)}` }),
+  sentSecrets: (config) => [sentryPublicKey(config.dsn)],
 });
 
 /** The public key of a DSN that passed `validate` (the first group of the reference's pattern). */

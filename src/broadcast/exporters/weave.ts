@@ -52,6 +52,8 @@ export const weaveDestination: DestinationType<WeaveConfig> = {
   configSchema: weaveConfigSchema,
   defaults: { baseUrl: DEFAULT_BASE_URL },
   secretFields: ['apiKey'],
+  // Sent as HTTP Basic with the fixed user `api` (weaveHeaders).
+  sentSecrets: (config) => [`api:${config.apiKey}`],
   validate: validateWeaveConfig,
   urls: (config) => [upsertUrl(config), queryStatsUrl(config)],
   // Two batch items per event; 50 events keep a request far below the trace server's ~31 MiB limit
