@@ -23,7 +23,8 @@ const RULES = 'body\\.filter_rules\\.groups\\.0\\.rules\\.0';
 const sharedCases: Array<[string, Record<string, unknown>, RegExp]> = [
   ['empty name', { name: '' }, /body\.name must NOT have fewer than 1 characters/],
   ['blank name', { name: ' \t ' }, /body\.name must have 1 to 255 characters once trimmed/],
-  ['name too long', { name: 'n'.repeat(256) }, /body\.name must NOT have more than 255 characters/],
+  ['name too long', { name: 'n'.repeat(256) }, /body\.name must have 1 to 255 characters once trimmed/],
+  ['name too long as sent', { name: ' '.repeat(1025) }, /body\.name must NOT have more than 1024 characters/],
   [
     'name with NUL',
     { name: 'a\u0000b' },

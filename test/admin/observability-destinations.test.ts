@@ -110,6 +110,18 @@ describe('observability destinations over HTTP', () => {
     }
   });
 
+  it("counts a name's 255 characters once it is trimmed, on create and on PATCH", async () => {
+    const longest = 'é'.repeat(255);
+    const created = await create({ type: 'langfuse', name: ` ${longest}\t`, config: langfuseConfig() });
+    assert.equal(created.status, 200, created.text);
+    assert.equal(created.body.data.name, longest);
+    const patched = await call('PATCH', `${DESTINATIONS}/${created.body.data.id}`, {
+      body: { name: `${' '.repeat(100)}${'n'.repeat(255)}\n` },
+    });
+    assert.equal(patched.status, 200, patched.text);
+    assert.equal(patched.body.data.name, 'n'.repeat(255));
+  });
+
   it('creates a destination with the defaults of spec 2.4, secrets masked and sealed', async () => {
     const config = langfuseConfig();
     const before = published.length;

@@ -6,6 +6,8 @@ import { FilterRulesSchema, StoredFilterRulesSchema } from './filter-rules.js';
 
 export const MAX_KEY_HASHES = 1000;
 export const MIN_SAMPLING_RATE = 0.0001;
+/** A name as sent, padding included (its 1–255 characters are counted once trimmed). */
+const MAX_SENT_NAME_LENGTH = 1024;
 
 const uuid = Type.String({ format: 'uuid' });
 const timestamp = Type.String({ format: 'date-time' });
@@ -23,9 +25,10 @@ const freeObject = (description: string) =>
  * object; the service validates it against the type's own schema.
  */
 const editableFields = {
+  // The 255 is checked once trimmed (destination-service.ts); what is sent is only bounded here.
   name: storableText({
     minLength: 1,
-    maxLength: 255,
+    maxLength: MAX_SENT_NAME_LENGTH,
     description: '1 to 255 characters once leading and trailing whitespace is trimmed',
   }),
   config: freeObject("The type's settings; secret fields and header values are returned masked"),
