@@ -343,7 +343,21 @@ export function createThreadedBroadcastWorker(options: {
       if (restartTimer) clearTimeout(restartTimer);
       if (lookTimer) clearTimeout(lookTimer);
       const current = thread;
-      if (!current) return;
+      if (!current) {
+        // A thread that stopped unasked and was not started again yet: what it held goes back now
+        // (as its own stop would have handed it), rather than waiting out the lease.
+        forgetExpired();
+        const held = remembered.map((row) => row.id);
+        remembered = [];
+        try {
+          // In slices: one statement's parameters are bounded (SQLite's 32,766).
+          for (let start = 0; start < held.length; start += 1_000)
+            await repository.release(held.slice(start, start + 1_000), owner);
+        } catch (error) {
+          logger.warn({ err: error }, 'broadcast events not handed back; they wait for their lease');
+        }
+        return;
+      }
       await new Promise<void>((resolve) => {
         const grace = setTimeout(resolve, STOP_GRACE_MS);
         onStopped = () => {

@@ -392,6 +392,27 @@ describe('the broadcast worker thread hands events on', () => {
     await sentAgainAfterTermination(threads, hook);
   });
 
+  it('back to the database when the worker stops before the next thread started: not after its lease', async () => {
+    const hook = await startHookReceiver(() => 'hang');
+    closers.push(() => hook.close());
+    const handed = await handedEvent(hook);
+    const threads: Worker[] = [];
+    const worker = threadedWorker(threads);
+    worker.start();
+    worker.acceptStored([handed]);
+    await waitUntil('the first send under way', () => hook.deliveries().length === 1);
+    // The thread dies mid-send; its successor waits out the restart delay (a second), and the
+    // worker is stopped meanwhile: no thread is left to hand the event back.
+    await threads[0]?.terminate();
+    await worker.stop();
+    assert.equal(threads.length, 1, 'no thread started after the stop');
+    const [row] = await outboxRows(gateway);
+    assert.equal(row?.id, handed.id);
+    assert.equal(row?.leased_by, null, 'released: another worker may take it at once');
+    assert.equal(row?.lease_until, null);
+    assert.equal(row?.attempts, 0, 'the cut send is not counted as an attempt');
+  });
+
   it('to the next thread when one hangs: the watchdog ends it and what it held goes out at once', async () => {
     let hang = true;
     const hook = await startHookReceiver(() => (hang ? 'hang' : { status: 200, body: {} }));
