@@ -301,3 +301,49 @@ describe('GET /generation', () => {
     assert.equal(response.body.data.id, input.id);
   });
 });
+
+describe('GET /generation timings', () => {
+  let gateway: TestApp;
+  let key: string;
+  before(async () => {
+    // The demo's slow-first-token model sends nothing until this timeout passes; then the request
+    // falls back to the next model.
+    gateway = await startTestApp({
+      demo: true,
+      config: { providers: { switchyard: { first_token_timeout_ms: 600, timeout_ms: 600 } } },
+    });
+    const created = await gateway.request('POST', '/api/v1/keys', { body: { name: 'timed' } });
+    assert.equal(created.status, 200, created.text);
+    key = created.body.key;
+  });
+  after(async () => {
+    await gateway.close();
+  });
+
+  for (const stream of [false, true]) {
+    it(`times the first token from the request's start, a failed fallback included (${stream ? 'streamed' : 'not streamed'})`, async () => {
+      const answered = await gateway.request('POST', '/api/v1/chat/completions', {
+        key,
+        body: {
+          model: 'switchyard/slow-first-token',
+          models: ['switchyard/echo'],
+          stream,
+          messages: [{ role: 'user', content: 'hello' }],
+        },
+      });
+      assert.equal(answered.status, 200, answered.text);
+      const id = answered.headers.get('x-generation-id');
+      assert.ok(id, 'the answer names its generation');
+      await gateway.services.generations.flush();
+      const found = await gateway.request('GET', `/api/v1/generation?id=${encodeURIComponent(id)}`, { key });
+      assert.equal(found.status, 200, found.text);
+      const { latency, first_token_latency: firstToken, generation_time: generationTime } = found.body.data;
+      assert.equal(found.body.data.model, 'switchyard/echo');
+      // The client waited out the first model's 600 ms before any output.
+      assert.ok(firstToken >= 550, `first token after ${firstToken} ms`);
+      assert.ok(firstToken <= latency, `first token ${firstToken} ms, latency ${latency} ms`);
+      // The answering model's own call, from its dispatch: well under the whole request.
+      assert.ok(generationTime < latency - 400, `generation ${generationTime} ms, latency ${latency} ms`);
+    });
+  }
+});

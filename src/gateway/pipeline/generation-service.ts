@@ -1057,7 +1057,8 @@ export function createGenerationService(options: {
             upstreamId: result.id,
             streamed: false,
             cancelled: false,
-            firstTokenMs: Math.round(elapsed),
+            // From the request's start (preparation and failed fallbacks included), as clients wait.
+            firstTokenMs: Math.round(attemptStart + elapsed - context.startedAt),
             generationMs: elapsed,
           },
           {
@@ -1307,8 +1308,10 @@ export function createGenerationService(options: {
             upstreamId,
             streamed: true,
             cancelled,
-            firstTokenMs: Math.round(firstTokenMs),
-            generationMs: elapsed - firstTokenMs,
+            // From the request's start, as the client waited; the generation from the upstream
+            // dispatch to the body's end (the endpoint's health keeps its own measures above).
+            firstTokenMs: Math.round(started.firstTokenAt - context.startedAt),
+            generationMs: elapsed,
           },
           collector?.result() ?? null,
         );
