@@ -133,7 +133,7 @@ test('langfuse: sends a trace-create and a generation-create per event, with Bas
   }
 });
 
-test('langfuse: privacy mode and absent options send no bodies, cost, identity or request context', async () => {
+test('langfuse: privacy mode and absent options send no bodies, cost breakdown, identity or request context', async () => {
   const { receiver, context } = await withLangfuse();
   try {
     await langfuseDestination.send([outboxItem(privateEvent())], context);
@@ -141,7 +141,9 @@ test('langfuse: privacy mode and absent options send no bodies, cost, identity o
     assert.equal('input' in (trace?.body ?? {}), false);
     assert.equal('output' in (trace?.body ?? {}), false);
     const body = generation?.body ?? {};
-    for (const key of ['input', 'output', 'costDetails']) assert.equal(key in body, false, key);
+    for (const key of ['input', 'output']) assert.equal(key in body, false, key);
+    // What the gateway billed is always sent; its breakdown only with broadcast_generation_cost.
+    assert.deepEqual(body.costDetails, { total: privateEvent().total_cost });
     const metadata = body.metadata as Record<string, unknown>;
     for (const key of ['identity', 'request_context', 'is_byok']) assert.equal(key in metadata, false, key);
     // Tokens, timing and model stay.

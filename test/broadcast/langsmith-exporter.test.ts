@@ -164,7 +164,7 @@ test('langsmith: posts one root llm run per event to runs/batch', async () => {
   }
 });
 
-test('langsmith: privacy mode and absent options send no inputs, outputs, cost, identity or context', async () => {
+test('langsmith: privacy mode and absent options send no inputs, outputs, cost breakdown, identity or context', async () => {
   const { receiver, context } = await withLangsmith();
   try {
     await langsmithDestination.send([outboxItem(privateEvent())], context);
@@ -180,6 +180,8 @@ test('langsmith: privacy mode and absent options send no inputs, outputs, cost, 
       total_tokens: 150,
       input_token_details: { cache_read: 0, cache_creation: 0 },
       output_token_details: { reasoning: 0 },
+      // What the gateway billed is always sent; its breakdown only with broadcast_generation_cost.
+      total_cost: privateEvent().total_cost,
     });
     assert.doesNotMatch(receiver.requests[0]?.text ?? '', /Say hello|You are terse/);
   } finally {

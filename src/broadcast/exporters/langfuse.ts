@@ -148,9 +148,10 @@ function generationBody(event: BroadcastEvent, id: string): object {
     },
     usageDetails: { input: usage.prompt_tokens, output: usage.completion_tokens, total: usage.total_tokens },
     // Ingested costs take precedence over Langfuse's own model-price inference.
+    // The total always (what the gateway billed); its breakdown with `broadcast_generation_cost`.
     costDetails: event.cost
       ? { input: event.cost.input_usd, output: event.cost.output_usd, total: event.cost.total_usd }
-      : undefined,
+      : { total: event.total_cost },
     startTime: event.started_at,
     endTime: event.ended_at,
     completionStartTime:

@@ -149,9 +149,9 @@ function runMetadata(event: BroadcastEvent): Record<string, unknown> {
       total_tokens: usage.total_tokens,
       input_token_details: { cache_read: usage.cached_tokens, cache_creation: usage.cache_write_tokens },
       output_token_details: { reasoning: usage.reasoning_tokens },
-      ...(cost
-        ? { input_cost: cost.input_usd, output_cost: cost.output_usd, total_cost: cost.total_usd }
-        : {}),
+      // The total always (what the gateway billed); its breakdown with `broadcast_generation_cost`.
+      ...(cost ? { input_cost: cost.input_usd, output_cost: cost.output_usd } : {}),
+      total_cost: event.total_cost,
     },
     session_id: event.session_id ?? undefined,
     user_id: event.user_id ?? undefined,
