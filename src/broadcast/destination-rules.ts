@@ -139,9 +139,9 @@ export function compileRule(rule: StoredRule): Predicate {
   const field = rule.field as TextField;
   let text = String(value ?? '');
   // Events spell finish reasons as the API does (tool_calls); a rule saved with the internal
-  // spelling events carried before (tool-calls, content-filter, other) still means the same.
-  if (field === 'finish_reason' && (operator === 'equals' || operator === 'not_equals'))
-    text = reportedFinishReason(text) ?? text;
+  // spelling events carried before (tool-calls, content-filter, other) still means the same, with
+  // every operator: the whole value, or those spellings inside it (a `contains`, a pattern).
+  if (field === 'finish_reason') text = reportedFinishReason(text) ?? apiFinishReasonSpelling(text);
   const any =
     (test: (candidate: string) => boolean): Predicate =>
     (event) =>
@@ -287,3 +287,7 @@ export function eventForDestination(target: DestinationView, event: BroadcastEve
     request_context: target.requestContext ? event.request_context : null,
   };
 }
+
+/** `tool-calls` and `content-filter` inside a rule's text, in the API's spelling. */
+const apiFinishReasonSpelling = (text: string): string =>
+  text.replaceAll('tool-calls', 'tool_calls').replaceAll('content-filter', 'content_filter');

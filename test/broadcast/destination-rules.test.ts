@@ -42,6 +42,19 @@ describe('filter rules', () => {
     assert.equal(check('equals', 'tool-calls'), true);
     assert.equal(check('not_equals', 'tool-calls'), false);
     assert.equal(check('equals', 'stop'), false);
+    // With every operator, not only the equalities.
+    assert.equal(check('contains', 'tool-calls'), true);
+    assert.equal(check('not_contains', 'tool-calls'), false);
+    assert.equal(check('starts_with', 'tool-calls'), true);
+    assert.equal(check('ends_with', 'tool-calls'), true);
+    assert.equal(check('regex', '^(tool-calls|content-filter)$'), true);
+    assert.equal(check('contains', 'content-filter'), false);
+    assert.equal(
+      compileRule({ field: 'finish_reason', operator: 'contains', value: 'content-filter' } as never)(
+        sampleEvent({ finish_reason: 'content_filter' }),
+      ),
+      true,
+    );
     assert.equal(
       compileRule({ field: 'finish_reason', operator: 'equals', value: 'other' } as never)(sampleEvent()),
       true,
