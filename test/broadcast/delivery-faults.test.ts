@@ -4,7 +4,7 @@ import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, afterEach, before, describe, it } from 'node:test';
-import type { ReceivedRequest } from '../helpers/broadcast-fixtures.js';
+import type { ReceivedRequest, ReceiverReply } from '../helpers/broadcast-fixtures.js';
 import { freePort } from '../helpers/serve-process.js';
 import { backend, isolatedDatabase, type TestApp } from '../helpers/test-app.js';
 import {
@@ -500,16 +500,40 @@ for (const deliveryThread of [true, false]) {
       }
     });
 
+    /**
+     * A Langfuse receiver whose project read (the connection test) passes and whose ingestion
+     * requests are answered by `ingest`, told how many came before; and a destination sending to it.
+     */
+    async function langfuseReceiver(ingest: (request: ReceivedRequest, count: number) => ReceiverReply) {
+      let count = 0;
+      const receiver = await startHookReceiver((request) =>
+        request.url.startsWith('/api/public/ingestion')
+          ? ingest(request, ++count)
+          : { status: 200, body: { data: [] } },
+      );
+      receivers.push(receiver);
+      return {
+        receiver,
+        ingestions: () => count,
+        async createOn(target: TestApp) {
+          const created = await target.request('POST', '/api/v1/observability/destinations', {
+            body: {
+              type: 'langfuse',
+              name: 'langfuse',
+              config: { publicKey: 'pk-lf-0123456789', secretKey: 'sk-lf-0123456789', baseUrl: receiver.url },
+            },
+          });
+          assert.equal(created.status, 200, created.text);
+        },
+      };
+    }
+
     it('a Langfuse batch sent as several requests stops at a 429: its events keep the status and Retry-After, the rest wait unattempted', async () => {
-      let ingestions = 0;
-      const langfuse = await startHookReceiver((request) => {
-        if (!request.url.startsWith('/api/public/ingestion')) return { status: 200, body: { data: [] } };
-        ingestions += 1;
-        return ingestions === 2
+      const langfuse = await langfuseReceiver((_, count) =>
+        count === 2
           ? { status: 429, headers: { 'retry-after': '600' }, body: { message: 'rate limited' } }
-          : { status: 207, body: { successes: [], errors: [] } };
-      });
-      receivers.push(langfuse);
+          : { status: 207, body: { successes: [], errors: [] } },
+      );
       const database = isolatedDatabase();
       let producer: TestApp | undefined;
       let consumer: TestApp | undefined;
@@ -518,14 +542,7 @@ for (const deliveryThread of [true, false]) {
         producer = await startBroadcastGateway({ database, broadcast: { worker_enabled: false } });
         await setBroadcast(producer, true);
         const key = await inferenceKey(producer);
-        const created = await producer.request('POST', '/api/v1/observability/destinations', {
-          body: {
-            type: 'langfuse',
-            name: 'langfuse',
-            config: { publicKey: 'pk-lf-0123456789', secretKey: 'sk-lf-0123456789', baseUrl: langfuse.url },
-          },
-        });
-        assert.equal(created.status, 200, created.text);
+        await langfuse.createOn(producer);
         // ~500 kB of text per event in Langfuse's body (the input twice, the echoed output): several
         // events per 3.4 MB request, three requests for the batch.
         const messages = Array.from({ length: 8 }, (_, n) => ({
@@ -539,13 +556,13 @@ for (const deliveryThread of [true, false]) {
         producer = undefined;
         consumer = await startBroadcastGateway({ database, broadcast: {} });
         const gateway = consumer;
-        await waitUntil('the refused request', () => ingestions === 2, 8000);
+        await waitUntil('the refused request', () => langfuse.ingestions() === 2, 8000);
         await waitUntil('the batch settled', async () =>
           (await outboxRows(gateway)).every((row) => row.leased_by === null),
         );
         await new Promise((resolve) => setTimeout(resolve, 200));
-        assert.equal(ingestions, 2, 'nothing more is sent while the receiver asks to wait');
-        const [first, second] = langfuse
+        assert.equal(langfuse.ingestions(), 2, 'nothing more is sent while the receiver asks to wait');
+        const [first, second] = langfuse.receiver
           .deliveries()
           .filter((request) => request.url.startsWith('/api/public/ingestion'));
         // Langfuse's batch holds two events per generation (trace and generation).
@@ -577,23 +594,12 @@ for (const deliveryThread of [true, false]) {
     });
 
     it('an event Langfuse refuses in its 207 answer keeps the status it was given, through its retries', async () => {
-      let ingestions = 0;
-      const langfuse = await startHookReceiver((request) => {
-        if (!request.url.startsWith('/api/public/ingestion')) return { status: 200, body: { data: [] } };
-        ingestions += 1;
+      const langfuse = await langfuseReceiver((request) => {
         const batch = (request.json as { batch: Array<{ id: string }> }).batch;
         const errors = batch.map(({ id }) => ({ id, status: 429, message: 'rate limit exceeded' }));
         return { status: 207, body: { successes: [], errors } };
       });
-      receivers.push(langfuse);
-      const created = await gateway.request('POST', '/api/v1/observability/destinations', {
-        body: {
-          type: 'langfuse',
-          name: 'langfuse',
-          config: { publicKey: 'pk-lf-0123456789', secretKey: 'sk-lf-0123456789', baseUrl: langfuse.url },
-        },
-      });
-      assert.equal(created.status, 200, created.text);
+      await langfuse.createOn(gateway);
       await chat(gateway, app.key);
       await waitUntil('a dead letter', async () =>
         (await outboxRows(gateway)).some((row) => row.status === 'dead'),
@@ -602,7 +608,7 @@ for (const deliveryThread of [true, false]) {
       assert.equal(row?.attempts, FAST_BROADCAST.max_attempts);
       assert.equal(row?.last_status, 429);
       assert.match(row?.last_error ?? '', /Langfuse refused the event \(429\)/);
-      assert.equal(ingestions, FAST_BROADCAST.max_attempts);
+      assert.equal(langfuse.ingestions(), FAST_BROADCAST.max_attempts);
     });
 
     it('a webhook batch cut by its time limit sends the rest in the next batch, losing nothing', async () => {

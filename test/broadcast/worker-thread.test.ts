@@ -358,16 +358,22 @@ describe('the broadcast worker thread hands events on', () => {
     assert.equal(hook.deliveries().length, 2);
   }
 
-  it('to the next thread when one stops unasked: what it held goes out at once, not after its lease', async () => {
-    let hang = true;
-    const hook = await startHookReceiver(() => (hang ? 'hang' : { status: 200, body: {} }));
-    closers.push(() => hook.close());
+  /** A worker handed one event, whose first send to `hook` is under way. */
+  async function sendingHandedEvent(hook: Awaited<ReturnType<typeof startHookReceiver>>) {
     const handed = await handedEvent(hook);
     const threads: Worker[] = [];
     const worker = threadedWorker(threads);
     worker.start();
     worker.acceptStored([handed]);
     await waitUntil('the first send under way', () => hook.deliveries().length === 1);
+    return { handed, threads, worker };
+  }
+
+  it('to the next thread when one stops unasked: what it held goes out at once, not after its lease', async () => {
+    let hang = true;
+    const hook = await startHookReceiver(() => (hang ? 'hang' : { status: 200, body: {} }));
+    closers.push(() => hook.close());
+    const { threads } = await sendingHandedEvent(hook);
     hang = false;
     // The thread dies mid-send, its event still leased to this worker for a minute.
     await sentAgainAfterTermination(threads, hook);
@@ -395,12 +401,7 @@ describe('the broadcast worker thread hands events on', () => {
   it('back to the database when the worker stops before the next thread started: not after its lease', async () => {
     const hook = await startHookReceiver(() => 'hang');
     closers.push(() => hook.close());
-    const handed = await handedEvent(hook);
-    const threads: Worker[] = [];
-    const worker = threadedWorker(threads);
-    worker.start();
-    worker.acceptStored([handed]);
-    await waitUntil('the first send under way', () => hook.deliveries().length === 1);
+    const { handed, threads, worker } = await sendingHandedEvent(hook);
     // The thread dies mid-send; its successor waits out the restart delay (a second), and the
     // worker is stopped meanwhile: no thread is left to hand the event back.
     await threads[0]?.terminate();
