@@ -1,10 +1,10 @@
 import type { BroadcastEvent } from './broadcast-event.js';
 import { type DestinationView, eventForDestination } from './destination-rules.js';
 import {
-  asDeliveryError,
   DeliveryError,
   type ExportContext,
   type OutboxItem,
+  outcomeBeside,
   type SendOutcome,
 } from './destination-type.js';
 import { destinationType } from './destination-types.js';
@@ -93,39 +93,17 @@ export async function deliverBatch(
     positions.push(index);
   }
   if (items.length === 0) return { rejected: unreadable };
-  /** Request index of a sent item's index; -1 (settling nothing) for one the exporter made up. */
-  const at = (index: number) => positions[index] ?? -1;
-  let outcome: SendOutcome | undefined;
-  try {
-    outcome = await type.send(items, {
-      config: request.config,
-      destination: request.destination,
-      http,
-      signal: request.signal,
-      now: request.now,
-      originOverride: request.originOverride,
-    });
-  } catch (error) {
-    if (unreadable.length === 0) throw error;
-    // The unreadable items keep their own refusal; the failure concerns the items sent.
-    return {
-      rejected: unreadable,
-      stopped: { error: asDeliveryError(error), failed: positions, unsent: [] },
-    };
-  }
-  if (unreadable.length === 0) return outcome ?? undefined;
-  const rejected = [
-    ...unreadable,
-    ...(outcome?.rejected ?? []).map((entry) => ({ ...entry, index: at(entry.index) })),
-  ];
-  const stopped = outcome?.stopped
-    ? {
-        error: outcome.stopped.error,
-        failed: outcome.stopped.failed.map(at),
-        unsent: outcome.stopped.unsent.map(at),
-      }
-    : undefined;
-  return stopped ? { rejected, stopped } : { rejected };
+  const sending = type.send(items, {
+    config: request.config,
+    destination: request.destination,
+    http,
+    signal: request.signal,
+    now: request.now,
+    originOverride: request.originOverride,
+  });
+  if (unreadable.length === 0) return (await sending) ?? undefined;
+  // The unreadable items keep their own refusal; a failure concerns the items sent.
+  return outcomeBeside(unreadable, positions, sending);
 }
 
 const utf8 = new TextDecoder();
@@ -140,30 +118,4 @@ export function createInProcessDeliverer(http: ExporterHttp): Deliverer {
     deliver: (request) => deliverBatch(request, http),
     close: async () => undefined,
   };
-}
-
-/** A DeliveryError as plain data (what crosses the thread boundary). */
-export interface DeliveryErrorData {
-  message: string;
-  retryable: boolean;
-  retryAfterMs: number | null;
-  status: number | null;
-}
-
-export function deliveryErrorData(error: unknown): DeliveryErrorData {
-  const failure = asDeliveryError(error);
-  return {
-    message: failure.message,
-    retryable: failure.retryable,
-    retryAfterMs: failure.retryAfterMs,
-    status: failure.status,
-  };
-}
-
-export function deliveryErrorFrom(data: DeliveryErrorData): DeliveryError {
-  return new DeliveryError(data.message, {
-    retryable: data.retryable,
-    retryAfterMs: data.retryAfterMs,
-    status: data.status,
-  });
 }

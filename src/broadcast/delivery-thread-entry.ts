@@ -5,8 +5,9 @@
  */
 import { parentPort, workerData } from 'node:worker_threads';
 import { lowerThreadPriority } from '../platform/idle-scheduling.js';
-import { type DeliveryRequest, deliverBatch, deliveryErrorData } from './deliver-batch.js';
+import { type DeliveryRequest, deliverBatch } from './deliver-batch.js';
 import type { ThreadMessage, ThreadReply, ThreadSettings } from './delivery-thread.js';
+import { deliveryErrorData } from './destination-type.js';
 import { createExporterHttp } from './exporter-http.js';
 
 const settings = workerData as ThreadSettings;

@@ -1,13 +1,13 @@
 import type { Worker } from 'node:worker_threads';
 import { type LoweredPriority, reportLoweredPriority } from '../platform/idle-scheduling.js';
 import { startModuleThread } from '../platform/module-thread.js';
+import type { Deliverer, DeliveryRequest } from './deliver-batch.js';
 import {
-  type Deliverer,
+  DeliveryError,
   type DeliveryErrorData,
-  type DeliveryRequest,
   deliveryErrorFrom,
-} from './deliver-batch.js';
-import { DeliveryError, type SendOutcome } from './destination-type.js';
+  type SendOutcome,
+} from './destination-type.js';
 
 /** What the thread is started with. */
 export interface ThreadSettings {

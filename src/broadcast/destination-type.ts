@@ -64,13 +64,38 @@ export interface Rejection {
 
 /** The rejection of item `index` by a failure that concerned it (see Rejection). */
 export function rejectionOf(index: number, error: DeliveryError): Rejection {
-  return {
-    index,
-    retryable: error.retryable,
-    message: error.message,
-    status: error.status,
-    retryAfterMs: error.retryAfterMs,
-  };
+  return { index, ...deliveryErrorData(error) };
+}
+
+/**
+ * A batch's outcome when some of its items were refused before sending (`refused`: unreadable,
+ * too old) and the others went out as a sub-batch (`sent`: the batch's index of each of its items):
+ * the sub-batch's outcome in the batch's indexes, a failure of the whole sub-batch (`sending`
+ * rejected) as its stop — so the refused items keep their own refusal and are not sent again.
+ */
+export async function outcomeBeside(
+  refused: readonly Rejection[],
+  sent: readonly number[],
+  sending: Promise<SendOutcome | undefined>,
+): Promise<SendOutcome> {
+  let outcome: SendOutcome | undefined;
+  try {
+    outcome = await sending;
+  } catch (error) {
+    return {
+      rejected: [...refused],
+      stopped: { error: asDeliveryError(error), failed: [...sent], unsent: [] },
+    };
+  }
+  /** The batch's index of a sent item's; -1 (settling nothing) for one the exporter made up. */
+  const at = (index: number) => sent[index] ?? -1;
+  const rejected = [
+    ...refused,
+    ...(outcome?.rejected ?? []).map((entry) => ({ ...entry, index: at(entry.index) })),
+  ];
+  if (!outcome?.stopped) return { rejected };
+  const { error, failed, unsent } = outcome.stopped;
+  return { rejected, stopped: { error, failed: failed.map(at), unsent: unsent.map(at) } };
 }
 
 /**
@@ -93,6 +118,32 @@ export class DeliveryError extends Error {
     this.retryAfterMs = options.retryAfterMs ?? null;
     this.status = options.status ?? null;
   }
+}
+
+/** A DeliveryError as plain data (what crosses the thread boundary, and what a Rejection holds). */
+export interface DeliveryErrorData {
+  message: string;
+  retryable: boolean;
+  retryAfterMs: number | null;
+  status: number | null;
+}
+
+export function deliveryErrorData(error: unknown): DeliveryErrorData {
+  const failure = asDeliveryError(error);
+  return {
+    message: failure.message,
+    retryable: failure.retryable,
+    retryAfterMs: failure.retryAfterMs,
+    status: failure.status,
+  };
+}
+
+export function deliveryErrorFrom(data: DeliveryErrorData): DeliveryError {
+  return new DeliveryError(data.message, {
+    retryable: data.retryable,
+    retryAfterMs: data.retryAfterMs,
+    status: data.status,
+  });
 }
 
 /** A failure as a DeliveryError: itself, or anything else an exporter threw (retryable). */

@@ -8,6 +8,7 @@ import {
   asDeliveryError,
   DeliveryError,
   type DestinationType,
+  deliveryErrorFrom,
   type Rejection,
   type SendOutcome,
 } from '../broadcast/destination-type.js';
@@ -716,8 +717,8 @@ export function createBroadcastWorker(options: {
         await outbox.release([row.id], owner);
         settled([row]);
       } else {
-        const failure = new DeliveryError(entry.message, {
-          retryable: entry.retryable,
+        const failure = deliveryErrorFrom({
+          ...entry,
           status: entry.status ?? null,
           retryAfterMs: entry.retryAfterMs ?? null,
         });

@@ -1,10 +1,10 @@
 import { type Static, Type } from 'typebox';
 import type { BroadcastEvent, BroadcastMessage } from '../broadcast-event.js';
 import {
-  DeliveryError,
   type DestinationType,
   type ExportContext,
   type OutboxItem,
+  outcomeBeside,
   type SendOutcome,
 } from '../destination-type.js';
 import {
@@ -109,20 +109,8 @@ async function sendBatch(
     context,
   );
   if (stale.length === 0) return sending;
-  // With stale items settled, a failure of the rest must not send them round again: it is returned
-  // as the batch's stop, in the batch's indexes.
-  const outcome = await sending.catch((error: unknown): SendOutcome => {
-    if (!(error instanceof DeliveryError)) throw error;
-    return { stopped: { error, failed: fresh.map((_, index) => index), unsent: [] } };
-  });
-  const at = (index: number) => fresh[index] as number;
-  const rejected = [
-    ...stale,
-    ...(outcome?.rejected ?? []).map((entry) => ({ ...entry, index: at(entry.index) })),
-  ];
-  if (!outcome?.stopped) return { rejected };
-  const { error, failed, unsent } = outcome.stopped;
-  return { rejected, stopped: { error, failed: failed.map(at), unsent: unsent.map(at) } };
+  // With stale items settled, a failure of the rest must not send them round again.
+  return outcomeBeside(stale, fresh, sending);
 }
 
 /** Spans the intake would refuse for age are settled here (not retryable) rather than sent. */
